@@ -1,0 +1,123 @@
+#ifndef STATEXFER_COMMANDS_HPP
+#define STATEXFER_COMMANDS_HPP
+
+// A batch of snapshot / restore / reset commands, and the per-request state the
+// commands refer to.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <statexfer/layout.hpp>
+
+namespace statexfer {
+
+/// Device-side validation result of one command (SPEC §4). 0 means the command
+/// applies; any other code means it writes nothing.
+enum class CommandError : std::int32_t {
+  none = 0,
+  invalid_operation = 1,  ///< operation is neither 0 (copy) nor 1 (reset)
+  invalid_slots = 2,      ///< request slot, source or destination row do not form a snapshot, restore or reset
+  invalid_endpoint = 3,   ///< expected_consumed does not match the consumed tokens (or is not 0 for a reset)
+  alias_conflict = 4,     ///< another live command writes what this one reads or writes (rows or pages)
+  invalid_count = 5,      ///< num_ops is negative or larger than the capacity (every row)
+  invalid_page = 6,       ///< the partial (or trailing) page is unmapped or past the usable page count
+};
+
+/// "none", "invalid_operation", ... ; "unknown" for values outside 0..6.
+const char* to_string(CommandError code) noexcept;
+/// Same for the raw int32 stored in the errors array.
+const char* command_error_name(std::int32_t code) noexcept;
+
+/// Batch capacities of the contract: powers of two from 1 to max_capacity.
+inline constexpr int max_capacity = 64;
+/// Whether `capacity` is one of 1, 2, 4, ..., 64.
+bool is_valid_capacity(std::int64_t capacity) noexcept;
+
+/// One upload target of StateCommands::buffers().
+struct CommandBuffer {
+  std::string name;   ///< "state_<field>"
+  DType dtype;        ///< int64 or int32 (operation, num_ops)
+  std::size_t extent;  ///< elements
+  void* data;          ///< in the execution space's memory
+};
+
+/// Command arrays for capacity C (initial values as the seed's: -1, or 0 for
+/// operation, num_ops and errors). `errors` is written by validate().
+template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
+struct StateCommands {
+  using execution_space = ExecutionSpace;
+  using memory_space = typename ExecutionSpace::memory_space;
+  using int64_view = Kokkos::View<std::int64_t*, memory_space>;
+  using int32_view = Kokkos::View<std::int32_t*, memory_space>;
+
+  int64_view request_slots;      ///< request slot (row of page tables and state rows) per command
+  int64_view source_slots;       ///< source pool row (-1 for a reset)
+  int64_view destination_slots;  ///< destination pool row
+  int32_view operation;          ///< 0 = copy, 1 = reset
+  int64_view expected_consumed;  ///< endpoint in tokens (0 for a reset)
+  int32_view num_ops;            ///< [1]: live command count
+  int32_view errors;             ///< device-written CommandError per command
+
+  /// Allocate and initialise arrays for `capacity` commands; std::invalid_argument
+  /// naming `capacity` unless it is a power of two through 64.
+  static StateCommands allocate(std::int64_t capacity) {
+    if (!is_valid_capacity(capacity))
+      throw std::invalid_argument("statexfer::StateCommands::allocate: capacity must be a power of two through " +
+                                  std::to_string(max_capacity) + ", got " + std::to_string(capacity));
+    StateCommands c;
+    const auto n = static_cast<std::size_t>(capacity);
+    c.request_slots = int64_view("statexfer::request_slots", n);
+    c.source_slots = int64_view("statexfer::source_slots", n);
+    c.destination_slots = int64_view("statexfer::destination_slots", n);
+    c.operation = int32_view("statexfer::operation", n);
+    c.expected_consumed = int64_view("statexfer::expected_consumed", n);
+    c.num_ops = int32_view("statexfer::num_ops", 1);
+    c.errors = int32_view("statexfer::errors", n);
+    Kokkos::deep_copy(c.request_slots, -1);
+    Kokkos::deep_copy(c.source_slots, -1);
+    Kokkos::deep_copy(c.destination_slots, -1);
+    Kokkos::deep_copy(c.expected_consumed, -1);
+    return c;
+  }
+
+  std::int64_t capacity() const noexcept { return static_cast<std::int64_t>(source_slots.extent(0)); }
+
+  /// The fixed upload names `state_<field>` of every field but `errors` (device output).
+  std::vector<CommandBuffer> buffers() const {
+    return {{"state_request_slots", DType::int64, request_slots.extent(0), request_slots.data()},
+            {"state_source_slots", DType::int64, source_slots.extent(0), source_slots.data()},
+            {"state_destination_slots", DType::int64, destination_slots.extent(0), destination_slots.data()},
+            {"state_operation", DType::int32, operation.extent(0), operation.data()},
+            {"state_expected_consumed", DType::int64, expected_consumed.extent(0), expected_consumed.data()},
+            {"state_num_ops", DType::int32, num_ops.extent(0), num_ops.data()}};
+  }
+};
+
+/// Per-request state of the C request slots: column 0 of `consumed_tokens`
+/// (`[C, k]`, any row stride) is the number of tokens a live request consumed.
+template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
+struct RequestState {
+  using memory_space = typename ExecutionSpace::memory_space;
+  using consumed_view = Kokkos::View<std::int64_t**, Kokkos::LayoutStride, memory_space>;
+
+  consumed_view consumed_tokens;
+
+  /// Zeroed `[capacity, columns]` consumed tokens.
+  static RequestState allocate(std::int64_t capacity, std::int64_t columns = 1) {
+    if (capacity < 0) throw std::invalid_argument("statexfer::RequestState::allocate: capacity must be >= 0");
+    if (columns < 1) throw std::invalid_argument("statexfer::RequestState::allocate: columns must be >= 1");
+    RequestState s;
+    s.consumed_tokens = Kokkos::View<std::int64_t**, Kokkos::LayoutRight, memory_space>(
+        "statexfer::request_consumed", static_cast<std::size_t>(capacity), static_cast<std::size_t>(columns));
+    return s;
+  }
+
+  std::int64_t capacity() const noexcept { return static_cast<std::int64_t>(consumed_tokens.extent(0)); }
+};
+
+}  // namespace statexfer
+
+#endif

@@ -1,0 +1,12 @@
+#ifndef STATEXFER_STATEXFER_HPP
+#define STATEXFER_STATEXFER_HPP
+
+// Everything public: layout, pool, commands, prepared transfers.
+
+#include <statexfer/commands.hpp>
+#include <statexfer/layout.hpp>
+#include <statexfer/pool.hpp>
+#include <statexfer/transfer.hpp>
+#include <statexfer/version.hpp>
+
+#endif

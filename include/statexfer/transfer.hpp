@@ -1,0 +1,115 @@
+#ifndef STATEXFER_TRANSFER_HPP
+#define STATEXFER_TRANSFER_HPP
+
+// PreparedStateTransfer: validate and apply a batch of state commands on the device.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <statexfer/commands.hpp>
+#include <statexfer/layout.hpp>
+#include <statexfer/pool.hpp>
+
+namespace statexfer {
+
+/// A KV-cache plane whose partially filled page at a prefix end is saved in the
+/// row region `region`. `cache` is `[pages, page_bytes]` in the execution space's
+/// memory, the caller's (wrap it in an unmanaged View); it must stay alive until
+/// every captured graph that uses the transfer has drained.
+template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
+struct PageBinding {
+  using cache_view = Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>;
+  std::string region;
+  cache_view cache;
+};
+
+template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
+using PageTable = Kokkos::View<std::int32_t**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>;
+
+template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
+using StateRows = Kokkos::View<std::int64_t**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>;
+
+/// Everything a transfer binds besides the pool, the commands and the page tables.
+template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
+struct TransferConfig {
+  /// Page bindings, one per attention plane whose partial page is saved.
+  std::vector<PageBinding<ExecutionSpace>> pages;
+  /// Tokens per physical KV page (> 0).
+  std::int64_t page_tokens = 0;
+  /// int64 [C, 8]; column 0 is the live pool row of each request slot.
+  StateRows<ExecutionSpace> state_rows;
+  /// Consumed tokens of each live request.
+  RequestState<ExecutionSpace> requests;
+  /// Draft-model planes: the region holds two pages, cache pages are half the region.
+  std::vector<PageBinding<ExecutionSpace>> trailing_pages;
+  /// int32 [C, W] (the page tables' shape); required when trailing bindings remain.
+  PageTable<ExecutionSpace> trailing_tables;
+  /// Regions that row copies leave alone; bindings on them are dropped.
+  std::vector<std::string> excluded_regions;
+};
+
+namespace impl {
+template <class ExecutionSpace>
+struct TransferData;
+}
+
+/// Validates then applies a batch of commands (SPEC §4-§5). The constructor
+/// performs every host check (std::invalid_argument naming the argument);
+/// prepare() runs each kernel once with an empty batch so that nothing is left
+/// to set up; validate() and apply() then only enqueue work on the instance they
+/// are given, so both can be captured into a CUDA graph and replayed with new
+/// command contents. Tensor-parallel callers combine the errors of all ranks
+/// between validate() and apply(): apply() reads `errors` afresh.
+template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
+class PreparedStateTransfer {
+ public:
+  using execution_space = ExecutionSpace;
+  using memory_space = typename ExecutionSpace::memory_space;
+
+  PreparedStateTransfer(const StatePool<ExecutionSpace>& pool, const StateCommands<ExecutionSpace>& commands,
+                        const PageTable<ExecutionSpace>& tables, const TransferConfig<ExecutionSpace>& config);
+  ~PreparedStateTransfer();
+  PreparedStateTransfer(PreparedStateTransfer&&) noexcept;
+  PreparedStateTransfer& operator=(PreparedStateTransfer&&) noexcept;
+  PreparedStateTransfer(const PreparedStateTransfer&) = delete;
+  PreparedStateTransfer& operator=(const PreparedStateTransfer&) = delete;
+
+  /// Host work before capture: requires num_ops == 0 (std::invalid_argument
+  /// otherwise), launches validate and apply once on `exec` and fences it.
+  void prepare(const ExecutionSpace& exec = ExecutionSpace());
+  bool prepared() const noexcept;
+
+  /// Enqueue validation: writes `errors` (and the plan apply() reads). One kernel.
+  void validate(const ExecutionSpace& exec = ExecutionSpace()) const;
+  /// Enqueue the writes of every live command whose error is 0. One kernel.
+  void apply(const ExecutionSpace& exec = ExecutionSpace()) const;
+
+  std::int64_t capacity() const noexcept;
+  /// Names of the page and trailing bindings left after exclusions, in binding order.
+  std::vector<std::string> page_regions() const;
+  std::vector<std::string> trailing_regions() const;
+  /// Work items of one command row in apply()'s launch (row tiles, page tiles).
+  std::int64_t work_items_per_command() const noexcept;
+
+ private:
+  std::unique_ptr<impl::TransferData<ExecutionSpace>> data_;
+};
+
+// Compiled in the library for every execution space Kokkos was built with.
+#ifdef KOKKOS_ENABLE_SERIAL
+extern template class PreparedStateTransfer<Kokkos::Serial>;
+#endif
+#ifdef KOKKOS_ENABLE_OPENMP
+extern template class PreparedStateTransfer<Kokkos::OpenMP>;
+#endif
+#ifdef KOKKOS_ENABLE_CUDA
+extern template class PreparedStateTransfer<Kokkos::Cuda>;
+#endif
+
+}  // namespace statexfer
+
+#endif

@@ -1,0 +1,24 @@
+#include <statexfer/commands.hpp>
+
+namespace statexfer {
+
+const char* to_string(CommandError code) noexcept { return command_error_name(static_cast<std::int32_t>(code)); }
+
+const char* command_error_name(std::int32_t code) noexcept {
+  switch (code) {
+    case 0: return "none";
+    case 1: return "invalid_operation";
+    case 2: return "invalid_slots";
+    case 3: return "invalid_endpoint";
+    case 4: return "alias_conflict";
+    case 5: return "invalid_count";
+    case 6: return "invalid_page";
+  }
+  return "unknown";
+}
+
+bool is_valid_capacity(std::int64_t capacity) noexcept {
+  return capacity >= 1 && capacity <= max_capacity && (capacity & (capacity - 1)) == 0;
+}
+
+}  // namespace statexfer

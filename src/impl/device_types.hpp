@@ -1,0 +1,70 @@
+#ifndef STATEXFER_IMPL_DEVICE_TYPES_HPP
+#define STATEXFER_IMPL_DEVICE_TYPES_HPP
+
+// Plain records shared by the host set-up and the kernels.
+
+#include <cstdint>
+
+namespace statexfer::impl {
+
+/// One page or trailing binding as the kernels see it.
+struct BindingEntry {
+  std::uint8_t* cache;         // [pages, page_bytes]
+  std::int64_t region_offset;  // in the row
+  std::int64_t page_bytes;     // bytes per cache page (half the region for trailing bindings)
+  std::int32_t trailing;       // 0: page binding, 1: trailing binding (two parts)
+  std::int32_t unused;
+};
+
+enum WorkKind : std::int32_t { work_row = 0, work_page = 1 };
+
+/// One tile of apply()'s work, the same for every command row.
+/// Row tiles: bytes [offset, offset + length) of the row; `binding`/`part` name the
+/// page write that overwrites them in a snapshot (-1: none), so the tile skips
+/// them then and the page tile alone writes them.
+/// Page tiles: bytes [offset, offset + length) of binding `binding`'s page `part`.
+struct WorkItem {
+  std::int64_t offset;
+  std::int64_t length;
+  std::int32_t kind;
+  std::int32_t binding;
+  std::int32_t part;
+  std::int32_t unused;
+};
+
+/// What validate() decided for one command row; apply() acts on it when the
+/// row's error (possibly combined across ranks since) is still 0.
+struct RowPlan {
+  std::int64_t src;
+  std::int64_t dst;
+  std::int32_t flags;
+  std::int32_t page;      // main partial page
+  std::int32_t tpage[2];  // trailing pages, parts 0 and 1
+};
+
+enum PlanFlag : std::int32_t {
+  plan_active = 1,             // live, code 0
+  plan_copy = 2,               // operation 0 (else reset)
+  plan_snapshot = 4,           // src is the request's live row
+  plan_page = 8,               // partial page write (end % PT != 0)
+  plan_trailing0 = 16,         // trailing part 0 active
+  plan_trailing1 = 32,         // trailing part 1 active
+  plan_trailing0_shadowed = 64,  // restore: part 1 writes the same cache page after part 0
+};
+
+/// Device-side constants of a prepared transfer.
+struct TransferShape {
+  std::int64_t capacity;      // C
+  std::int64_t rows;          // pool rows
+  std::int64_t row_bytes;
+  std::int64_t consumed_offset;  // byte offset of consumed_tokens (8-aligned)
+  std::int64_t page_tokens;   // PT
+  std::int64_t width;         // W
+  std::int64_t cache_pages;   // P, the same for every binding
+  std::int32_t has_trailing;
+  std::int32_t work_items;    // per command row
+};
+
+}  // namespace statexfer::impl
+
+#endif

@@ -1,0 +1,356 @@
+#ifndef STATEXFER_IMPL_TRANSFER_IMPL_HPP
+#define STATEXFER_IMPL_TRANSFER_IMPL_HPP
+
+// PreparedStateTransfer's definitions; included by one translation unit per
+// execution space (explicit instantiation).
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <statexfer/transfer.hpp>
+
+#include "apply_kernel.hpp"
+#include "device_types.hpp"
+#include "validate_kernel.hpp"
+#include "work_map.hpp"
+
+namespace statexfer {
+namespace impl {
+
+template <class ExecutionSpace>
+struct TransferData {
+  using memory_space = typename ExecutionSpace::memory_space;
+
+  StatePool<ExecutionSpace> pool;
+  StateCommands<ExecutionSpace> commands;
+  PageTable<ExecutionSpace> tables;
+  PageTable<ExecutionSpace> trailing_tables;
+  StateRows<ExecutionSpace> state_rows;
+  RequestState<ExecutionSpace> requests;
+  std::vector<PageBinding<ExecutionSpace>> pages;
+  std::vector<PageBinding<ExecutionSpace>> trailing_pages;
+
+  TransferShape shape{};
+  Kokkos::View<BindingEntry*, memory_space> bindings;
+  Kokkos::View<WorkItem*, memory_space> items;
+  Kokkos::View<RowPlan*, memory_space> plan;
+  bool prepared = false;
+
+  ValidateFunctor<ExecutionSpace> validate_functor() const {
+    ValidateFunctor<ExecutionSpace> f;
+    f.request_slots = commands.request_slots;
+    f.source_slots = commands.source_slots;
+    f.destination_slots = commands.destination_slots;
+    f.expected_consumed = commands.expected_consumed;
+    f.operation = commands.operation;
+    f.num_ops = commands.num_ops;
+    f.errors = commands.errors;
+    f.plan = plan;
+    f.memory_capacity = pool.memory_capacity();
+    f.backing = pool.backing();
+    f.tables = tables;
+    f.trailing_tables = shape.has_trailing ? trailing_tables : tables;
+    f.state_rows = state_rows;
+    f.request_consumed = requests.consumed_tokens;
+    f.shape = shape;
+    return f;
+  }
+
+  ApplyFunctor<ExecutionSpace> apply_functor() const {
+    ApplyFunctor<ExecutionSpace> f;
+    f.backing = pool.backing();
+    f.errors = commands.errors;
+    f.plan = plan;
+    f.items = items;
+    f.bindings = bindings;
+    f.items_per_row = shape.work_items;
+    return f;
+  }
+};
+
+[[noreturn]] inline void reject(const std::string& what) {
+  throw std::invalid_argument("statexfer::PreparedStateTransfer: " + what);
+}
+
+inline std::string shape_string(std::size_t a) { return "[" + std::to_string(a) + "]"; }
+inline std::string shape_string(std::size_t a, std::size_t b) {
+  return "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
+}
+
+template <class View>
+void check_vector(const View& v, std::size_t extent, const char* name, const char* type) {
+  if (v.data() == nullptr && extent > 0)
+    reject(std::string(name) + " must be " + type + " " + shape_string(extent) + ", got an empty View");
+  if (v.extent(0) != extent)
+    reject(std::string(name) + " must be " + type + " " + shape_string(extent) + ", got " + shape_string(v.extent(0)));
+}
+
+// Byte ranges of two Views overlap.
+template <class A, class B>
+bool views_overlap(const A& a, const B& b) {
+  if (a.span() == 0 || b.span() == 0) return false;
+  const auto a0 = reinterpret_cast<std::uintptr_t>(a.data());
+  const auto b0 = reinterpret_cast<std::uintptr_t>(b.data());
+  const auto a1 = a0 + a.span() * sizeof(typename A::value_type);
+  const auto b1 = b0 + b.span() * sizeof(typename B::value_type);
+  return a0 < b1 && b0 < a1;
+}
+
+}  // namespace impl
+
+template <class ExecutionSpace>
+PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<ExecutionSpace>& pool,
+                                                             const StateCommands<ExecutionSpace>& commands,
+                                                             const PageTable<ExecutionSpace>& tables,
+                                                             const TransferConfig<ExecutionSpace>& config)
+    : data_(std::make_unique<impl::TransferData<ExecutionSpace>>()) {
+  using impl::reject;
+  using impl::shape_string;
+  auto& d = *data_;
+  const std::int64_t c = commands.capacity();
+  if (!is_valid_capacity(c))
+    reject("command capacity (extent of commands.source_slots) must be a power of two through " +
+           std::to_string(max_capacity) + ", got " + std::to_string(c));
+  const auto cu = static_cast<std::size_t>(c);
+  if (pool.rows() < c + 2)
+    reject("pool must have at least capacity + 2 = " + std::to_string(c + 2) +
+           " rows (null row, live rows, a snapshot row), got " + std::to_string(pool.rows()));
+  if (pool.memory_capacity().extent(0) != 2)
+    reject("pool memory_capacity must be int64 [2], got " + shape_string(pool.memory_capacity().extent(0)));
+  if (config.page_tokens <= 0) reject("page_tokens must be positive, got " + std::to_string(config.page_tokens));
+  impl::check_vector(commands.request_slots, cu, "commands.request_slots", "int64");
+  impl::check_vector(commands.source_slots, cu, "commands.source_slots", "int64");
+  impl::check_vector(commands.destination_slots, cu, "commands.destination_slots", "int64");
+  impl::check_vector(commands.operation, cu, "commands.operation", "int32");
+  impl::check_vector(commands.expected_consumed, cu, "commands.expected_consumed", "int64");
+  impl::check_vector(commands.num_ops, 1, "commands.num_ops", "int32");
+  impl::check_vector(commands.errors, cu, "commands.errors", "int32");
+  if (tables.extent(0) != cu || tables.extent(1) < 1)
+    reject("page_tables must be int32 [" + std::to_string(c) + ", W >= 1], got " +
+           shape_string(tables.extent(0), tables.extent(1)));
+  if (config.state_rows.extent(0) != cu || config.state_rows.extent(1) != 8)
+    reject("state_rows must be int64 [" + std::to_string(c) + ", 8], got " +
+           shape_string(config.state_rows.extent(0), config.state_rows.extent(1)));
+  if (config.requests.capacity() != c)
+    reject("requests must have the command capacity " + std::to_string(c) + ", got " +
+           std::to_string(config.requests.capacity()));
+  if (config.requests.consumed_tokens.extent(1) < 1)
+    reject("requests.consumed_tokens must have at least one column, got " +
+           shape_string(config.requests.consumed_tokens.extent(0), config.requests.consumed_tokens.extent(1)));
+
+  const StateLayout& layout = pool.layout();
+  if (!layout.contains("consumed_tokens")) reject("the pool layout has no consumed_tokens region");
+  const Region& consumed = layout.region("consumed_tokens");
+  if (consumed.dtype != DType::int64 || consumed.nbytes != 8)
+    reject("consumed_tokens must be one int64 (8 bytes), got " + std::to_string(consumed.nbytes) + " bytes of " +
+           to_string(consumed.dtype));
+  if (consumed.offset % 8 != 0 || layout.row_bytes() % 8 != 0 ||
+      reinterpret_cast<std::uintptr_t>(pool.backing().data()) % 8 != 0)
+    reject("consumed_tokens must be 8-byte aligned in every row (offset " + std::to_string(consumed.offset) +
+           ", row_bytes " + std::to_string(layout.row_bytes()) + ")");
+
+  std::vector<std::string> excluded;
+  for (const auto& name : config.excluded_regions) {
+    if (!layout.contains(name)) reject("excluded region '" + name + "' is not in the pool layout");
+    if (std::find(excluded.begin(), excluded.end(), name) == excluded.end()) excluded.push_back(name);
+  }
+  auto is_excluded = [&](const std::string& n) { return std::find(excluded.begin(), excluded.end(), n) != excluded.end(); };
+
+  std::vector<std::string> bound;
+  std::int64_t cache_pages = -1;
+  for (const auto& b : config.pages) {
+    if (is_excluded(b.region)) continue;
+    if (!layout.contains(b.region)) reject("page binding region '" + b.region + "' is not in the pool layout");
+    const Region& r = layout.region(b.region);
+    if (std::find(bound.begin(), bound.end(), b.region) != bound.end())
+      reject("region '" + b.region + "' has two bindings");
+    if (r.dtype != DType::uint8)
+      reject("page binding region '" + b.region + "' must be uint8, got " + to_string(r.dtype));
+    if (static_cast<std::int64_t>(b.cache.extent(1)) != r.nbytes)
+      reject("cache of page binding '" + b.region + "' must have " + std::to_string(r.nbytes) +
+             " bytes per page (the region's size), got " + shape_string(b.cache.extent(0), b.cache.extent(1)));
+    const auto p = static_cast<std::int64_t>(b.cache.extent(0));
+    if (p <= 0) reject("cache of page binding '" + b.region + "' has no pages");
+    if (cache_pages >= 0 && p != cache_pages)
+      reject("caches must share one page count: '" + b.region + "' has " + std::to_string(p) + ", others " +
+             std::to_string(cache_pages));
+    cache_pages = p;
+    bound.push_back(b.region);
+    d.pages.push_back(b);
+  }
+  if (d.pages.empty()) reject("no page binding is left after exclusions (at least one is required)");
+
+  for (const auto& b : config.trailing_pages) {
+    if (is_excluded(b.region)) continue;
+    if (!layout.contains(b.region)) reject("trailing binding region '" + b.region + "' is not in the pool layout");
+    const Region& r = layout.region(b.region);
+    if (std::find(bound.begin(), bound.end(), b.region) != bound.end())
+      reject("region '" + b.region + "' has two bindings");
+    if (r.dtype != DType::uint8)
+      reject("trailing binding region '" + b.region + "' must be uint8, got " + to_string(r.dtype));
+    if (r.nbytes % 2 != 0)
+      reject("trailing binding region '" + b.region + "' must have an even size (two pages), got " +
+             std::to_string(r.nbytes));
+    if (static_cast<std::int64_t>(b.cache.extent(0)) != cache_pages ||
+        static_cast<std::int64_t>(b.cache.extent(1)) != r.nbytes / 2)
+      reject("cache of trailing binding '" + b.region + "' must be uint8 " +
+             shape_string(static_cast<std::size_t>(cache_pages), static_cast<std::size_t>(r.nbytes / 2)) +
+             " (page count of the page caches, half the region per page), got " +
+             shape_string(b.cache.extent(0), b.cache.extent(1)));
+    bound.push_back(b.region);
+    d.trailing_pages.push_back(b);
+  }
+  if (!d.trailing_pages.empty()) {
+    if (config.trailing_tables.extent(0) != tables.extent(0) || config.trailing_tables.extent(1) != tables.extent(1) ||
+        config.trailing_tables.data() == nullptr)
+      reject("trailing bindings need trailing_tables of the page tables' shape int32 " +
+             shape_string(tables.extent(0), tables.extent(1)) + ", got " +
+             shape_string(config.trailing_tables.extent(0), config.trailing_tables.extent(1)));
+  }
+
+  // Memory the kernels write must not alias: every cache apart from the others and from the pool.
+  std::vector<std::pair<std::string, typename PageBinding<ExecutionSpace>::cache_view>> caches;
+  for (const auto& b : d.pages) caches.emplace_back(b.region, b.cache);
+  for (const auto& b : d.trailing_pages) caches.emplace_back(b.region, b.cache);
+  for (std::size_t i = 0; i < caches.size(); ++i) {
+    if (impl::views_overlap(caches[i].second, pool.backing()))
+      reject("cache of binding '" + caches[i].first + "' overlaps the pool backing");
+    for (std::size_t j = 0; j < i; ++j)
+      if (impl::views_overlap(caches[i].second, caches[j].second))
+        reject("caches of bindings '" + caches[j].first + "' and '" + caches[i].first + "' overlap");
+  }
+
+  d.pool = pool;
+  d.commands = commands;
+  d.tables = tables;
+  d.trailing_tables = config.trailing_tables;
+  d.state_rows = config.state_rows;
+  d.requests = config.requests;
+
+  d.shape.capacity = c;
+  d.shape.rows = pool.rows();
+  d.shape.row_bytes = layout.row_bytes();
+  d.shape.consumed_offset = consumed.offset;
+  d.shape.page_tokens = config.page_tokens;
+  d.shape.width = static_cast<std::int64_t>(tables.extent(1));
+  d.shape.cache_pages = cache_pages;
+  d.shape.has_trailing = d.trailing_pages.empty() ? 0 : 1;
+
+  // Bindings and the work map, built once on the host.
+  std::vector<impl::BindingEntry> entries;
+  std::vector<impl::BindingSpan> spans;
+  for (const auto& b : d.pages) {
+    const Region& r = layout.region(b.region);
+    spans.push_back({static_cast<std::int32_t>(entries.size()), r.offset, r.nbytes, 1});
+    entries.push_back({b.cache.data(), r.offset, r.nbytes, 0, 0});
+  }
+  for (const auto& b : d.trailing_pages) {
+    const Region& r = layout.region(b.region);
+    spans.push_back({static_cast<std::int32_t>(entries.size()), r.offset, r.nbytes / 2, 2});
+    entries.push_back({b.cache.data(), r.offset, r.nbytes / 2, 1, 0});
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> excluded_ranges;
+  for (const auto& name : excluded) {
+    const Region& r = layout.region(name);
+    excluded_ranges.emplace_back(r.offset, r.offset + r.nbytes);
+  }
+  const std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans);
+  d.shape.work_items = static_cast<std::int32_t>(work.size());
+
+  d.bindings = Kokkos::View<impl::BindingEntry*, memory_space>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::bindings"), entries.size());
+  d.items = Kokkos::View<impl::WorkItem*, memory_space>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::work_items"), work.size());
+  d.plan = Kokkos::View<impl::RowPlan*, memory_space>("statexfer::plan", cu);
+  Kokkos::deep_copy(d.bindings, Kokkos::View<const impl::BindingEntry*, Kokkos::HostSpace,
+                                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>(entries.data(), entries.size()));
+  Kokkos::deep_copy(d.items, Kokkos::View<const impl::WorkItem*, Kokkos::HostSpace,
+                                          Kokkos::MemoryTraits<Kokkos::Unmanaged>>(work.data(), work.size()));
+}
+
+template <class ExecutionSpace>
+PreparedStateTransfer<ExecutionSpace>::~PreparedStateTransfer() = default;
+template <class ExecutionSpace>
+PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(PreparedStateTransfer&&) noexcept = default;
+template <class ExecutionSpace>
+PreparedStateTransfer<ExecutionSpace>& PreparedStateTransfer<ExecutionSpace>::operator=(
+    PreparedStateTransfer&&) noexcept = default;
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) {
+  auto& d = *data_;
+  std::int32_t count = 0;
+  Kokkos::deep_copy(exec, Kokkos::View<std::int32_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&count),
+                    Kokkos::subview(d.commands.num_ops, 0));
+  exec.fence();
+  if (count != 0)
+    throw std::invalid_argument("statexfer::PreparedStateTransfer::prepare: requires zero live commands (num_ops is " +
+                                std::to_string(count) + ")");
+  // First launches with an empty batch: validate writes zeros, apply writes nothing.
+  d.prepared = true;
+  validate(exec);
+  apply(exec);
+  exec.fence();
+}
+
+template <class ExecutionSpace>
+bool PreparedStateTransfer<ExecutionSpace>::prepared() const noexcept {
+  return data_ && data_->prepared;
+}
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec) const {
+  const auto& d = *data_;
+  if (!d.prepared) throw std::logic_error("statexfer::PreparedStateTransfer::validate: prepare() must complete first");
+  using functor = impl::ValidateFunctor<ExecutionSpace>;
+  auto policy = Kokkos::Experimental::require(
+      typename functor::policy_type(exec, 1, Kokkos::AUTO)
+          .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
+      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  Kokkos::parallel_for("statexfer::validate", policy, d.validate_functor());
+}
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
+  const auto& d = *data_;
+  if (!d.prepared) throw std::logic_error("statexfer::PreparedStateTransfer::apply: prepare() must complete first");
+  using functor = impl::ApplyFunctor<ExecutionSpace>;
+  const auto league = d.shape.capacity * d.shape.work_items;
+  auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, league, Kokkos::AUTO),
+                                              Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  Kokkos::parallel_for("statexfer::apply", policy, d.apply_functor());
+}
+
+template <class ExecutionSpace>
+std::int64_t PreparedStateTransfer<ExecutionSpace>::capacity() const noexcept {
+  return data_->shape.capacity;
+}
+
+template <class ExecutionSpace>
+std::vector<std::string> PreparedStateTransfer<ExecutionSpace>::page_regions() const {
+  std::vector<std::string> names;
+  for (const auto& b : data_->pages) names.push_back(b.region);
+  return names;
+}
+
+template <class ExecutionSpace>
+std::vector<std::string> PreparedStateTransfer<ExecutionSpace>::trailing_regions() const {
+  std::vector<std::string> names;
+  for (const auto& b : data_->trailing_pages) names.push_back(b.region);
+  return names;
+}
+
+template <class ExecutionSpace>
+std::int64_t PreparedStateTransfer<ExecutionSpace>::work_items_per_command() const noexcept {
+  return data_->shape.work_items;
+}
+
+}  // namespace statexfer
+
+#endif

@@ -1,0 +1,36 @@
+#ifndef STATEXFER_IMPL_WORK_MAP_HPP
+#define STATEXFER_IMPL_WORK_MAP_HPP
+
+// The tiles of apply(), built once on the host.
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "device_types.hpp"
+
+namespace statexfer::impl {
+
+/// Bytes one team moves per work item: large enough to amortise the team's
+/// start, small enough that a batch of large rows fills the device.
+inline constexpr std::int64_t tile_bytes = 64 * 1024;
+
+/// A binding's pages inside a row: `parts` consecutive pages of `page_bytes`
+/// from `offset` (1 for page bindings, 2 for trailing bindings).
+struct BindingSpan {
+  std::int32_t binding;
+  std::int64_t offset;
+  std::int64_t page_bytes;
+  std::int32_t parts;
+};
+
+/// Row tiles over [0, row_bytes) minus `excluded` (split where a binding's page
+/// lies, so a tile lies wholly inside one page or outside all), then page tiles
+/// for every binding and part.
+std::vector<WorkItem> build_work_map(std::int64_t row_bytes,
+                                     const std::vector<std::pair<std::int64_t, std::int64_t>>& excluded,
+                                     const std::vector<BindingSpan>& bindings);
+
+}  // namespace statexfer::impl
+
+#endif
