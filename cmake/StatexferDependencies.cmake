@@ -101,7 +101,9 @@ if(STATEXFER_ENABLE_KOKKOSKERNELS)
         -DKokkosKernels_INST_EXECSPACE_SERIAL=OFF -DKokkosKernels_INST_EXECSPACE_OPENMP=OFF
         -DKokkosKernels_INST_EXECSPACE_CUDA=OFF -DKokkosKernels_INST_MEMSPACE_CUDAUVMSPACE=OFF
         -DKokkosKernels_INST_MEMSPACE_CUDASPACE=OFF -DKokkosKernels_INST_MEMSPACE_HOSTSPACE=OFF
-        -DKokkosKernels_ENABLE_TPL_BLAS=OFF -DKokkosKernels_ENABLE_TPL_LAPACK=OFF)
+        -DKokkosKernels_ADD_DEFAULT_ETI=OFF -DKokkosKernels_ENABLE_TPL_BLAS=OFF -DKokkosKernels_ENABLE_TPL_LAPACK=OFF
+        # cuSPARSE paths of 3.4.01 name algorithms CUDA 12 removed; only the team sort is used.
+        -DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF -DKokkosKernels_ENABLE_TPL_CUBLAS=OFF)
     _statexfer_bundled_install(kokkoskernels "${_src}/kokkos-kernels" "${_kokkos_prefix};${_kk_args}"
                                _kk_prefix ${_kk_args})
     find_package(KokkosKernels REQUIRED CONFIG PATHS "${_kk_prefix}" NO_DEFAULT_PATH)

@@ -14,7 +14,7 @@ dest=${1:?usage: fetch-kokkos.sh DEST PATCH_DIR}
 patch_dir=${2:?usage: fetch-kokkos.sh DEST PATCH_DIR}
 suite=bookworm   # trilinos 13.2.0 there bundles Kokkos 3.4.01
 
-stamp_want=$(cat "$patch_dir"/*.patch 2>/dev/null | sha256sum | cut -c1-16)
+stamp_want=$( (cat "$patch_dir"/*.patch 2>/dev/null || true) | sha256sum | cut -c1-16)
 if [[ -f "$dest/.stamp" && "$(cat "$dest/.stamp")" == "$stamp_want" &&
       -f "$dest/kokkos/CMakeLists.txt" && -f "$dest/kokkos-kernels/CMakeLists.txt" ]]; then
   exit 0

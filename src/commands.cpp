@@ -21,4 +21,8 @@ bool is_valid_capacity(std::int64_t capacity) noexcept {
   return capacity >= 1 && capacity <= max_capacity && (capacity & (capacity - 1)) == 0;
 }
 
+bool is_valid_extended_capacity(std::int64_t capacity) noexcept {
+  return capacity >= 1 && capacity <= max_extended_capacity && (capacity & (capacity - 1)) == 0;
+}
+
 }  // namespace statexfer

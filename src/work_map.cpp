@@ -8,16 +8,16 @@ namespace statexfer::impl {
 namespace {
 
 void push_tiles(std::vector<WorkItem>& out, WorkKind kind, std::int64_t begin, std::int64_t end, std::int32_t binding,
-                std::int32_t part) {
-  for (std::int64_t at = begin; at < end; at += tile_bytes)
-    out.push_back({at, std::min(tile_bytes, end - at), kind, binding, part, 0});
+                std::int32_t part, std::int64_t tile) {
+  for (std::int64_t at = begin; at < end; at += tile)
+    out.push_back({at, std::min(tile, end - at), kind, binding, part, 0});
 }
 
 }  // namespace
 
 std::vector<WorkItem> build_work_map(std::int64_t row_bytes,
                                      const std::vector<std::pair<std::int64_t, std::int64_t>>& excluded,
-                                     const std::vector<BindingSpan>& bindings) {
+                                     const std::vector<BindingSpan>& bindings, std::int64_t tile) {
   // Owner of each byte range: -2 excluded, -1 plain, else (binding, part) encoded as 2 * binding + part.
   std::map<std::int64_t, std::int64_t> cuts{{0, -1}, {row_bytes, -1}};
   auto paint = [&](std::int64_t begin, std::int64_t end, std::int64_t owner) {
@@ -44,10 +44,10 @@ std::vector<WorkItem> build_work_map(std::int64_t row_bytes,
     if (owner == -2) continue;
     const std::int32_t binding = owner < 0 ? -1 : static_cast<std::int32_t>(owner / 2);
     const std::int32_t part = owner < 0 ? 0 : static_cast<std::int32_t>(owner % 2);
-    push_tiles(items, work_row, it->first, std::min(next->first, row_bytes), binding, part);
+    push_tiles(items, work_row, it->first, std::min(next->first, row_bytes), binding, part, tile);
   }
   for (const auto& b : bindings)
-    for (std::int32_t part = 0; part < b.parts; ++part) push_tiles(items, work_page, 0, b.page_bytes, b.binding, part);
+    for (std::int32_t part = 0; part < b.parts; ++part) push_tiles(items, work_page, 0, b.page_bytes, b.binding, part, tile);
   return items;
 }
 

@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,10 +32,22 @@ const char* to_string(CommandError code) noexcept;
 /// Same for the raw int32 stored in the errors array.
 const char* command_error_name(std::int32_t code) noexcept;
 
-/// Batch capacities of the contract: powers of two from 1 to max_capacity.
+/// Batch capacities of the contract (SPEC §2, the seed's): powers of two from 1
+/// to max_capacity. Validation compares every command with every other one in
+/// one team (O(C^2)), exactly as the seed.
 inline constexpr int max_capacity = 64;
-/// Whether `capacity` is one of 1, 2, 4, ..., 64.
+/// Whether `capacity` is one of the contract's 1, 2, 4, ..., 64.
 bool is_valid_capacity(std::int64_t capacity) noexcept;
+
+/// Extension beyond the contract (large batches): the powers of two 128 to
+/// max_extended_capacity are accepted as well, with the same semantics (SPEC §4
+/// and §5 unchanged); their validation sorts the keys that can collide
+/// (O(C log C) depth) instead of comparing every pair.
+inline constexpr int max_extended_capacity = 4096;
+/// Whether `capacity` is a power of two through max_extended_capacity: the
+/// contract's 1..64 or the extension's 128..4096. StateCommands::allocate and
+/// PreparedStateTransfer accept exactly these.
+bool is_valid_extended_capacity(std::int64_t capacity) noexcept;
 
 /// One upload target of StateCommands::buffers().
 struct CommandBuffer {
@@ -62,24 +75,31 @@ struct StateCommands {
   int32_view errors;             ///< device-written CommandError per command
 
   /// Allocate and initialise arrays for `capacity` commands; std::invalid_argument
-  /// naming `capacity` unless it is a power of two through 64.
+  /// naming `capacity` unless it is a power of two through 4096 (1..64: the
+  /// contract; 128..4096: the large-batch extension).
   static StateCommands allocate(std::int64_t capacity) {
-    if (!is_valid_capacity(capacity))
+    if (!is_valid_extended_capacity(capacity))
       throw std::invalid_argument("statexfer::StateCommands::allocate: capacity must be a power of two through " +
-                                  std::to_string(max_capacity) + ", got " + std::to_string(capacity));
+                                  std::to_string(max_extended_capacity) + " (1.." + std::to_string(max_capacity) +
+                                  " the contract, " + std::to_string(2 * max_capacity) + ".." +
+                                  std::to_string(max_extended_capacity) + " the extension), got " +
+                                  std::to_string(capacity));
     StateCommands c;
     const auto n = static_cast<std::size_t>(capacity);
-    c.request_slots = int64_view("statexfer::request_slots", n);
-    c.source_slots = int64_view("statexfer::source_slots", n);
-    c.destination_slots = int64_view("statexfer::destination_slots", n);
-    c.operation = int32_view("statexfer::operation", n);
-    c.expected_consumed = int64_view("statexfer::expected_consumed", n);
-    c.num_ops = int32_view("statexfer::num_ops", 1);
-    c.errors = int32_view("statexfer::errors", n);
-    Kokkos::deep_copy(c.request_slots, -1);
-    Kokkos::deep_copy(c.source_slots, -1);
-    Kokkos::deep_copy(c.destination_slots, -1);
-    Kokkos::deep_copy(c.expected_consumed, -1);
+    // Allocated and filled on this backend, not the default one (a Serial transfer in an OpenMP build).
+    const ExecutionSpace exec;
+    c.request_slots = int64_view(Kokkos::view_alloc(exec, "statexfer::request_slots"), n);
+    c.source_slots = int64_view(Kokkos::view_alloc(exec, "statexfer::source_slots"), n);
+    c.destination_slots = int64_view(Kokkos::view_alloc(exec, "statexfer::destination_slots"), n);
+    c.operation = int32_view(Kokkos::view_alloc(exec, "statexfer::operation"), n);
+    c.expected_consumed = int64_view(Kokkos::view_alloc(exec, "statexfer::expected_consumed"), n);
+    c.num_ops = int32_view(Kokkos::view_alloc(exec, "statexfer::num_ops"), 1);
+    c.errors = int32_view(Kokkos::view_alloc(exec, "statexfer::errors"), n);
+    Kokkos::deep_copy(exec, c.request_slots, -1);
+    Kokkos::deep_copy(exec, c.source_slots, -1);
+    Kokkos::deep_copy(exec, c.destination_slots, -1);
+    Kokkos::deep_copy(exec, c.expected_consumed, -1);
+    exec.fence();
     return c;
   }
 
@@ -110,8 +130,11 @@ struct RequestState {
     if (capacity < 0) throw std::invalid_argument("statexfer::RequestState::allocate: capacity must be >= 0");
     if (columns < 1) throw std::invalid_argument("statexfer::RequestState::allocate: columns must be >= 1");
     RequestState s;
+    const ExecutionSpace exec;
     s.consumed_tokens = Kokkos::View<std::int64_t**, Kokkos::LayoutRight, memory_space>(
-        "statexfer::request_consumed", static_cast<std::size_t>(capacity), static_cast<std::size_t>(columns));
+        Kokkos::view_alloc(exec, "statexfer::request_consumed"), static_cast<std::size_t>(capacity),
+        static_cast<std::size_t>(columns));
+    exec.fence();
     return s;
   }
 

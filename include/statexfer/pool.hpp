@@ -31,8 +31,10 @@ class StatePool {
       : layout_(std::move(layout)) {
     if (rows < 0) throw std::invalid_argument("statexfer::StatePool: rows must be >= 0, got " + std::to_string(rows));
     if (pages < 0) throw std::invalid_argument("statexfer::StatePool: pages must be >= 0, got " + std::to_string(pages));
-    backing_ = backing_view("statexfer::pool_backing", rows, layout_.row_bytes());
-    memory_capacity_ = capacity_view("statexfer::memory_capacity", 2);
+    const ExecutionSpace exec;  // initialised on this backend, not the default one
+    backing_ = backing_view(Kokkos::view_alloc(exec, "statexfer::pool_backing"), rows, layout_.row_bytes());
+    memory_capacity_ = capacity_view(Kokkos::view_alloc(exec, "statexfer::memory_capacity"), 2);
+    exec.fence();
     auto host = Kokkos::create_mirror_view(memory_capacity_);
     host(0) = rows;
     host(1) = pages;

@@ -28,6 +28,21 @@ struct ApplyFunctor {
   Kokkos::View<const WorkItem*, memory_space> items;
   Kokkos::View<const BindingEntry*, memory_space> bindings;
   std::int32_t items_per_row;
+  std::int32_t unroll;     // loads in flight per thread (tuning)
+  std::int32_t streaming;  // evict-first loads and stores on CUDA (tuning)
+
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void copy_bytes(const Member& team, std::uint8_t* dst, const std::uint8_t* src,
+                                   std::int64_t n) const {
+    if (streaming)
+      team_copy_bytes<4, true>(team, dst, src, n);
+    else if (unroll >= 8)
+      team_copy_bytes<8>(team, dst, src, n);
+    else if (unroll <= 2)
+      team_copy_bytes<2>(team, dst, src, n);
+    else
+      team_copy_bytes<4>(team, dst, src, n);
+  }
 
   // Whether page `part` of binding `b` is written in this row's plan.
   KOKKOS_INLINE_FUNCTION static bool page_written(const RowPlan& p, const BindingEntry& b, std::int32_t part) {
@@ -50,7 +65,7 @@ struct ApplyFunctor {
         return;
       }
       if (snapshot && item.binding >= 0 && page_written(p, bindings(item.binding), item.part)) return;
-      team_copy_bytes(team, dst, &backing(p.src, 0) + item.offset, item.length);
+      copy_bytes(team, dst, &backing(p.src, 0) + item.offset, item.length);
       return;
     }
 
@@ -67,9 +82,9 @@ struct ApplyFunctor {
     std::uint8_t* cache = b.cache + page * b.page_bytes + item.offset;
     const std::int64_t in_row = b.region_offset + item.part * b.page_bytes + item.offset;
     if (snapshot)
-      team_copy_bytes(team, &backing(p.dst, 0) + in_row, cache, item.length);
+      copy_bytes(team, &backing(p.dst, 0) + in_row, cache, item.length);
     else
-      team_copy_bytes(team, cache, &backing(p.src, 0) + in_row, item.length);
+      copy_bytes(team, cache, &backing(p.src, 0) + in_row, item.length);
   }
 };
 

@@ -7,9 +7,12 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -18,10 +21,17 @@
 #include "apply_kernel.hpp"
 #include "device_types.hpp"
 #include "validate_kernel.hpp"
+#include "validate_sorted_kernel.hpp"
 #include "work_map.hpp"
 
 namespace statexfer {
 namespace impl {
+
+// Tuning overrides read once on the host (experiments on a GPU), else `fallback`.
+inline std::int64_t tune(const char* name, std::int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::max<std::int64_t>(1, std::atoll(v)) : fallback;
+}
 
 template <class ExecutionSpace>
 struct TransferData {
@@ -40,6 +50,11 @@ struct TransferData {
   Kokkos::View<BindingEntry*, memory_space> bindings;
   Kokkos::View<WorkItem*, memory_space> items;
   Kokkos::View<RowPlan*, memory_space> plan;
+  SortedValidation<ExecutionSpace> sorted;  // capacities above max_capacity (the extension)
+  int unroll = static_cast<int>(tune("STATEXFER_TUNE_UNROLL", 4));
+  int streaming = std::getenv("STATEXFER_TUNE_STREAMING") && std::atoi(std::getenv("STATEXFER_TUNE_STREAMING")) == 1;
+  int validate_team_size = 1;  // asked of the policy in prepare()
+  int apply_team_size = 1;
   bool prepared = false;
 
   ValidateFunctor<ExecutionSpace> validate_functor() const {
@@ -70,6 +85,8 @@ struct TransferData {
     f.items = items;
     f.bindings = bindings;
     f.items_per_row = shape.work_items;
+    f.unroll = unroll;
+    f.streaming = streaming;
     return f;
   }
 };
@@ -83,12 +100,23 @@ inline std::string shape_string(std::size_t a, std::size_t b) {
   return "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
 }
 
+// `extent` is the capacity (taken from commands.source_slots) or 1 for num_ops.
 template <class View>
 void check_vector(const View& v, std::size_t extent, const char* name, const char* type) {
-  if (v.data() == nullptr && extent > 0)
-    reject(std::string(name) + " must be " + type + " " + shape_string(extent) + ", got an empty View");
-  if (v.extent(0) != extent)
-    reject(std::string(name) + " must be " + type + " " + shape_string(extent) + ", got " + shape_string(v.extent(0)));
+  const std::string want = std::string(name) + " must be " + type + " " + shape_string(extent) +
+                           (extent == 1 && std::string(name) == "commands.num_ops"
+                                ? ""
+                                : " (the capacity, from the extent of commands.source_slots)");
+  if (v.data() == nullptr && extent > 0) reject(want + ", got an empty View");
+  if (v.extent(0) != extent) reject(want + ", got " + shape_string(v.extent(0)));
+}
+
+// A View with extents but no memory (an unmanaged View over a null pointer):
+// every kernel access through it would fault.
+template <class View>
+void check_memory(const View& v, const std::string& name) {
+  if (v.span() > 0 && v.data() == nullptr)
+    reject(name + " has " + std::to_string(v.span()) + " elements but no memory (a null data pointer)");
 }
 
 // Byte ranges of two Views overlap.
@@ -114,9 +142,11 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   using impl::shape_string;
   auto& d = *data_;
   const std::int64_t c = commands.capacity();
-  if (!is_valid_capacity(c))
+  if (!is_valid_extended_capacity(c))
     reject("command capacity (extent of commands.source_slots) must be a power of two through " +
-           std::to_string(max_capacity) + ", got " + std::to_string(c));
+           std::to_string(max_extended_capacity) + " (1.." + std::to_string(max_capacity) + " the contract, " +
+           std::to_string(2 * max_capacity) + ".." + std::to_string(max_extended_capacity) + " the extension), got " +
+           std::to_string(c));
   const auto cu = static_cast<std::size_t>(c);
   if (pool.rows() < c + 2)
     reject("pool must have at least capacity + 2 = " + std::to_string(c + 2) +
@@ -124,6 +154,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   if (pool.memory_capacity().extent(0) != 2)
     reject("pool memory_capacity must be int64 [2], got " + shape_string(pool.memory_capacity().extent(0)));
   if (config.page_tokens <= 0) reject("page_tokens must be positive, got " + std::to_string(config.page_tokens));
+  impl::check_memory(pool.backing(), "pool backing");
+  impl::check_memory(pool.memory_capacity(), "pool memory_capacity");
   impl::check_vector(commands.request_slots, cu, "commands.request_slots", "int64");
   impl::check_vector(commands.source_slots, cu, "commands.source_slots", "int64");
   impl::check_vector(commands.destination_slots, cu, "commands.destination_slots", "int64");
@@ -134,15 +166,22 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   if (tables.extent(0) != cu || tables.extent(1) < 1)
     reject("page_tables must be int32 [" + std::to_string(c) + ", W >= 1], got " +
            shape_string(tables.extent(0), tables.extent(1)));
+  impl::check_memory(tables, "page_tables");
+  // The largest endpoint, W * page_tokens, is computed on the device in int64.
+  if (static_cast<std::int64_t>(tables.extent(1)) > std::numeric_limits<std::int64_t>::max() / config.page_tokens)
+    reject("page_tokens (" + std::to_string(config.page_tokens) + ") times the page table width W (" +
+           std::to_string(tables.extent(1)) + ") must fit in int64");
   if (config.state_rows.extent(0) != cu || config.state_rows.extent(1) != 8)
     reject("state_rows must be int64 [" + std::to_string(c) + ", 8], got " +
            shape_string(config.state_rows.extent(0), config.state_rows.extent(1)));
+  impl::check_memory(config.state_rows, "state_rows");
   if (config.requests.capacity() != c)
     reject("requests must have the command capacity " + std::to_string(c) + ", got " +
            std::to_string(config.requests.capacity()));
   if (config.requests.consumed_tokens.extent(1) < 1)
     reject("requests.consumed_tokens must have at least one column, got " +
            shape_string(config.requests.consumed_tokens.extent(0), config.requests.consumed_tokens.extent(1)));
+  impl::check_memory(config.requests.consumed_tokens, "requests.consumed_tokens");
 
   const StateLayout& layout = pool.layout();
   if (!layout.contains("consumed_tokens")) reject("the pool layout has no consumed_tokens region");
@@ -177,6 +216,11 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
              " bytes per page (the region's size), got " + shape_string(b.cache.extent(0), b.cache.extent(1)));
     const auto p = static_cast<std::int64_t>(b.cache.extent(0));
     if (p <= 0) reject("cache of page binding '" + b.region + "' has no pages");
+    impl::check_memory(b.cache, "cache of page binding '" + b.region + "'");
+    // apply() addresses page `page` at data() + page * nbytes.
+    if (!b.cache.span_is_contiguous())
+      reject("cache of page binding '" + b.region + "' must be contiguous (no row padding), got a row stride of " +
+             std::to_string(b.cache.stride(0)) + " bytes for " + std::to_string(r.nbytes) + "-byte pages");
     if (cache_pages >= 0 && p != cache_pages)
       reject("caches must share one page count: '" + b.region + "' has " + std::to_string(p) + ", others " +
              std::to_string(cache_pages));
@@ -203,6 +247,10 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
              shape_string(static_cast<std::size_t>(cache_pages), static_cast<std::size_t>(r.nbytes / 2)) +
              " (page count of the page caches, half the region per page), got " +
              shape_string(b.cache.extent(0), b.cache.extent(1)));
+    impl::check_memory(b.cache, "cache of trailing binding '" + b.region + "'");
+    if (!b.cache.span_is_contiguous())
+      reject("cache of trailing binding '" + b.region + "' must be contiguous (no row padding), got a row stride of " +
+             std::to_string(b.cache.stride(0)) + " bytes for " + std::to_string(r.nbytes / 2) + "-byte pages");
     bound.push_back(b.region);
     d.trailing_pages.push_back(b);
   }
@@ -260,14 +308,16 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
     const Region& r = layout.region(name);
     excluded_ranges.emplace_back(r.offset, r.offset + r.nbytes);
   }
-  const std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans);
+  const std::vector<impl::WorkItem> work =
+      impl::build_work_map(layout.row_bytes(), excluded_ranges, spans, impl::tune("STATEXFER_TUNE_TILE", impl::tile_bytes));
   d.shape.work_items = static_cast<std::int32_t>(work.size());
 
   d.bindings = Kokkos::View<impl::BindingEntry*, memory_space>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::bindings"), entries.size());
   d.items = Kokkos::View<impl::WorkItem*, memory_space>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::work_items"), work.size());
-  d.plan = Kokkos::View<impl::RowPlan*, memory_space>("statexfer::plan", cu);
+  d.plan = Kokkos::View<impl::RowPlan*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::plan"), cu);
+  if (impl::SortedValidation<ExecutionSpace>::applies(c)) d.sorted.allocate(d.shape);
   Kokkos::deep_copy(d.bindings, Kokkos::View<const impl::BindingEntry*, Kokkos::HostSpace,
                                              Kokkos::MemoryTraits<Kokkos::Unmanaged>>(entries.data(), entries.size()));
   Kokkos::deep_copy(d.items, Kokkos::View<const impl::WorkItem*, Kokkos::HostSpace,
@@ -292,6 +342,25 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   if (count != 0)
     throw std::invalid_argument("statexfer::PreparedStateTransfer::prepare: requires zero live commands (num_ops is " +
                                 std::to_string(count) + ")");
+  // Apply's team: 128 threads on a GPU (measured best on the H200 among 128, 256
+  // and 512), never more than the policy allows for this functor.
+  using apply_functor = impl::ApplyFunctor<ExecutionSpace>;
+  const typename apply_functor::policy_type probe(exec, 1, 1);
+  d.apply_team_size = std::max(1, std::min(static_cast<int>(impl::tune("STATEXFER_TUNE_TEAM", 128)), probe.team_size_max(d.apply_functor(), Kokkos::ParallelForTag())));
+  // Host backends: a team of one. Teams of several OpenMP threads only add rendezvous
+  // (hundreds of µs a step on 2 cores) to work that is one memcpy-like loop per tile.
+  if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.apply_team_size = 1;
+  // Validate's team: a thread per command row (rounded up to whole warps).
+  using validate_functor = impl::ValidateFunctor<ExecutionSpace>;
+  if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
+    d.validate_team_size = d.sorted.team_size(exec, d.validate_functor());
+  } else {
+    const auto vprobe = typename validate_functor::policy_type(exec, 1, 1).set_scratch_size(
+        0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)));
+    const int vmax = vprobe.team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
+    d.validate_team_size = std::max(1, std::min(vmax, static_cast<int>((d.shape.capacity + 31) / 32 * 32)));
+    if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.validate_team_size = 1;
+  }
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
   d.prepared = true;
   validate(exec);
@@ -308,9 +377,11 @@ template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec) const {
   const auto& d = *data_;
   if (!d.prepared) throw std::logic_error("statexfer::PreparedStateTransfer::validate: prepare() must complete first");
+  if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity))
+    return d.sorted.launch(exec, d.validate_functor(), d.validate_team_size);
   using functor = impl::ValidateFunctor<ExecutionSpace>;
   auto policy = Kokkos::Experimental::require(
-      typename functor::policy_type(exec, 1, Kokkos::AUTO)
+      typename functor::policy_type(exec, 1, d.validate_team_size)
           .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
       Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   Kokkos::parallel_for("statexfer::validate", policy, d.validate_functor());
@@ -322,7 +393,7 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
   if (!d.prepared) throw std::logic_error("statexfer::PreparedStateTransfer::apply: prepare() must complete first");
   using functor = impl::ApplyFunctor<ExecutionSpace>;
   const auto league = d.shape.capacity * d.shape.work_items;
-  auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, league, Kokkos::AUTO),
+  auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, league, d.apply_team_size),
                                               Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   Kokkos::parallel_for("statexfer::apply", policy, d.apply_functor());
 }

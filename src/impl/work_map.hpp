@@ -29,7 +29,7 @@ struct BindingSpan {
 /// for every binding and part.
 std::vector<WorkItem> build_work_map(std::int64_t row_bytes,
                                      const std::vector<std::pair<std::int64_t, std::int64_t>>& excluded,
-                                     const std::vector<BindingSpan>& bindings);
+                                     const std::vector<BindingSpan>& bindings, std::int64_t tile = tile_bytes);
 
 }  // namespace statexfer::impl
 

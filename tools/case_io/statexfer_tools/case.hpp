@@ -75,8 +75,19 @@ struct Case {
 /// case.json (CaseError naming the file otherwise).
 Case load_case(const std::filesystem::path& dir);
 
-/// Write outputs as errors.npy, backing.npy, cache_<name>.npy into `dir`.
+/// Write outputs as errors.npy, backing.npy, cache_<name>.npy into `dir` (created
+/// if needed), or error.json (`{"construct_error": "invalid_argument", "message": ...}`)
+/// when outputs.construct_error is set. Throws CaseError when a file cannot be written.
 void write_outputs(const std::filesystem::path& dir, const CaseOutputs& outputs);
+
+/// Read answers in the layout write_outputs() produces (a case's expected/):
+/// error.json, or errors.npy int32 [C], backing.npy uint8 [rows, row_bytes] and
+/// cache_<name>.npy uint8 [P, bytes] for every binding of `spec`.
+CaseOutputs read_outputs(const std::filesystem::path& dir, const CaseSpec& spec);
+
+/// The page and trailing binding names of `spec`, each once, in binding order:
+/// the caches a case carries (cache_<name>).
+std::vector<std::string> binding_names(const CaseSpec& spec);
 
 /// One difference between outputs and expected answers.
 struct Difference {
@@ -95,8 +106,12 @@ struct Comparison {
 };
 Comparison compare_outputs(const CaseOutputs& actual, const CaseOutputs& expected, std::size_t limit = 10);
 
-/// Case folders under `root`: `root` itself when it holds case.json, else its
-/// sub-folders that do, sorted by name.
+/// "errors[3] = 0, expected 4", or "backing: <detail>" for shape/presence mismatches.
+std::string to_string(const Difference& difference);
+
+/// Case folders under `root`: `root` itself when it holds case.json, else the
+/// folders below it (at any depth, not inside a case) that do, sorted by path.
+/// CaseError when `root` is no folder; an empty list when it holds no case.
 std::vector<std::filesystem::path> find_cases(const std::filesystem::path& root);
 
 }  // namespace statexfer::tools

@@ -1,0 +1,81 @@
+// validate / apply / validate+apply per replay on the default execution space,
+// with a device copy of the same byte count as the bandwidth yardstick.
+//
+// On CUDA every measured step is one CUDA graph, captured once from a
+// Kokkos::Cuda instance on its own stream and replayed: that is how an engine
+// runs it. On host backends the step is called directly. Each figure is
+// fence, time, fence around a batch of replays (UseManualTime).
+
+#include <Kokkos_Core.hpp>
+#include <benchmark/benchmark.h>
+
+#include <functional>
+#include <string>
+
+#include "bench_common.hpp"
+
+namespace {
+
+using namespace statexfer_bench;
+
+enum class Step { validate, apply, validate_apply, memcpy };
+
+void run(benchmark::State& state, const Shape& shape, Step which) {
+  Workload w(shape);
+  Kokkos::View<std::uint8_t*, Exec::memory_space> a("bench::memcpy_src", static_cast<std::size_t>(w.bytes_written));
+  Kokkos::View<std::uint8_t*, Exec::memory_space> b("bench::memcpy_dst", static_cast<std::size_t>(w.bytes_written));
+  std::function<void(const Exec&)> step;
+  switch (which) {
+    case Step::validate: step = [&](const Exec& e) { w.transfer->validate(e); }; break;
+    case Step::apply: step = [&](const Exec& e) { w.transfer->apply(e); }; break;
+    case Step::validate_apply: step = [&](const Exec& e) { w.transfer->validate(e); w.transfer->apply(e); }; break;
+    case Step::memcpy: step = [&](const Exec& e) { Kokkos::deep_copy(e, b, a); }; break;
+  }
+  Replayer replayer(step);
+  replayer.seconds_per_replay(10);  // warm-up
+  const int replays = 20;
+  for (auto _ : state) state.SetIterationTime(replayer.seconds_per_replay(replays));
+  state.counters["bytes_rw"] = static_cast<double>(2 * w.bytes_written);
+  state.counters["GB_rw"] = benchmark::Counter(static_cast<double>(2 * w.bytes_written) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["capacity"] = static_cast<double>(shape.capacity);
+  state.counters["row_bytes"] = static_cast<double>(shape.row_bytes);
+}
+
+void register_shape(const std::string& name, const Shape& s, bool all_steps) {
+  auto add = [&](const char* step_name, Step step) {
+    benchmark::RegisterBenchmark((name + "/" + step_name).c_str(),
+                                 [s, step](benchmark::State& st) { run(st, s, step); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond)
+        ->MinTime(0.05);
+  };
+  add("validate_apply", Step::validate_apply);
+  add("memcpy", Step::memcpy);
+  if (all_steps) {
+    add("validate", Step::validate);
+    add("apply", Step::apply);
+  }
+}
+
+// The shapes of shared/docs/FACTS.md, then sweeps of row bytes and capacity.
+const bool registered = [] {
+  const std::int64_t KiB = 1024, MiB = 1024 * 1024;
+  register_shape("tiny-c4", {4, 16 * KiB, 1, 4 * KiB, 0}, true);
+  register_shape("decode-c64-64KiB", {64, 64 * KiB, 4, 16 * KiB, 0}, true);
+  register_shape("hybrid-c64-1MiB", {64, MiB, 8, 64 * KiB, 0}, true);
+  register_shape("hybrid-c64-8MiB", {64, 8 * MiB, 8, 64 * KiB, 0}, true);
+  register_shape("hybrid-c16-32MiB", {16, 32 * MiB, 16, 64 * KiB, 0}, true);
+  register_shape("trailing-c64-1MiB", {64, MiB, 4, 64 * KiB, 2}, true);
+  // Source and destination rows 512 MiB apart in the shapes above; one row more apart here.
+  register_shape("hybrid-c64-8MiB-gap", {64, 8 * MiB, 8, 64 * KiB, 0, 16, 16, 1}, false);
+  // Host sweeps stay short.
+  const std::int64_t max_row = std::is_same_v<Exec::memory_space, Kokkos::HostSpace> ? 4 * MiB : 64 * MiB;
+  for (std::int64_t row = 4 * KiB; row <= max_row; row *= 4)
+    register_shape("sweep-rows-c16/" + std::to_string(row / KiB) + "KiB", {16, row, 1, 1 * KiB, 0}, false);
+  for (std::int64_t c = 1; c <= 64; c *= 2)
+    register_shape("sweep-capacity-1MiB/c" + std::to_string(c), {c, MiB / 4, 2, 16 * KiB, 0}, false);
+  return true;
+}();
+
+}  // namespace

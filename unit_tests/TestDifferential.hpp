@@ -1,0 +1,359 @@
+#ifndef STATEXFER_TEST_DIFFERENTIAL_HPP
+#define STATEXFER_TEST_DIFFERENTIAL_HPP
+
+// Randomized differential test: thousands of random batches (fixed seeds,
+// std::mt19937_64), each run through the library on TEST_EXECSPACE
+// (tools::run_case) and through the host reference (reference_run); error codes,
+// pool and every cache must agree byte for byte.
+//
+// Configurations follow shared/conformance/reference/cases.py (capacities 1..64,
+// page tokens 1..16, W 1..8, odd region sizes and alignments, 1-3 page bindings
+// of equal and different sizes, trailing bindings, excluded regions including an
+// excluded page region) and add what the conformance set lacks: capacities above
+// the real row and page counts, more invalid counts, and deliberately colliding
+// batches (shared destinations, shared tail pages, shared trailing pages), so that
+// every code 0..6 occurs many times. Sizes are kept small so that the whole test
+// runs in seconds per backend. A failing batch is saved as a case folder under
+// testing::TempDir() for replay.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <statexfer_tools/case.hpp>
+#include <statexfer_tools/run_case.hpp>
+
+#include "case_factory.hpp"
+#include "reference/host_reference.hpp"
+
+namespace {
+namespace differential {
+
+using statexfer::tools::Case;
+using Rng = std::mt19937_64;
+
+inline std::int64_t uniform(Rng& rng, std::int64_t lo, std::int64_t hi) {  // inclusive
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+}
+inline double unit(Rng& rng) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
+template <class T>
+T choice(Rng& rng, std::initializer_list<T> values) {
+  return *(values.begin() + uniform(rng, 0, static_cast<std::int64_t>(values.size()) - 1));
+}
+
+struct Config {
+  Case base;
+  std::int64_t C, PT, W, N, P;
+};
+
+// A configuration in the manner of cases.py, smaller. `index` forces a few shapes.
+inline Config make_config(Rng& rng, int index) {
+  namespace ft = statexfer::test;
+  ft::CaseConfig cfg;
+  std::int64_t C;
+  if (index == 0)
+    C = 64;
+  else if (index == 1)
+    C = 1;
+  else {
+    const double u = unit(rng);
+    C = u < .08 ? 1 : u < .2 ? 2 : u < .42 ? 4 : u < .64 ? 8 : u < .8 ? 16 : u < .9 ? 32 : 64;
+  }
+  const std::int64_t PT = unit(rng) < 0.6 ? choice<std::int64_t>(rng, {1, 2, 3, 4, 8, 16}) : uniform(rng, 1, 16);
+  const std::int64_t W = uniform(rng, 1, 8);
+  const std::int64_t n_snap = uniform(rng, 1, 2 * C + 2);
+  const std::int64_t N = C + 1 + n_snap;
+  // Keep rows * row_bytes at a few KiB.
+  const std::int64_t budget = std::max<std::int64_t>(48, 8192 / N);
+
+  const bool trailing = unit(rng) < 0.4;
+  const bool excluded = unit(rng) < 0.4;
+  cfg.regions.push_back({"consumed_tokens", 8, statexfer::DType::int64, 8});
+  auto align = [&] { return choice<std::int64_t>(rng, {1, 1, 4, 16}); };
+  cfg.regions.push_back({"ssm", uniform(rng, 1, std::max<std::int64_t>(1, budget / 3)), statexfer::DType::uint8, align()});
+  if (unit(rng) < 0.5) cfg.regions.push_back({"conv", uniform(rng, 1, std::max<std::int64_t>(1, budget / 6)), statexfer::DType::uint8, align()});
+  const std::int64_t pb1 = choice<std::int64_t>(rng, {1, 7, 16, 33, 64, 100});
+  const std::int64_t pb2 = choice<std::int64_t>(rng, {3, 32, 61, 128});
+  const std::int64_t npages = uniform(rng, 1, 3);
+  const std::vector<std::string> all_pages = {"kv_a", "kv_b", "kv_c"};
+  const std::int64_t kv_b = unit(rng) < 0.25 ? choice<std::int64_t>(rng, {5, 48}) : pb1;  // sometimes unequal to kv_a
+  for (std::int64_t i = 0; i < npages; ++i) {
+    const std::string& name = all_pages[static_cast<std::size_t>(i)];
+    const std::int64_t bytes = name == "kv_a" ? pb1 : name == "kv_b" ? kv_b : pb2;
+    cfg.regions.push_back({name, bytes, statexfer::DType::uint8, align()});
+    cfg.pages.push_back(name);
+  }
+  if (trailing) {
+    cfg.regions.push_back({"draft", 2 * choice<std::int64_t>(rng, {1, 2, 8, 13, 64}), statexfer::DType::uint8, align()});
+    cfg.trailing_pages.push_back("draft");
+    if (unit(rng) < 0.2) {
+      cfg.regions.push_back({"draft_b", 2 * choice<std::int64_t>(rng, {3, 8}), statexfer::DType::uint8, align()});
+      cfg.trailing_pages.push_back("draft_b");
+    }
+  }
+  if (excluded) {
+    cfg.regions.push_back({"scratch", uniform(rng, 1, 100), statexfer::DType::uint8, align()});
+    cfg.excluded_regions.push_back("scratch");
+    if (cfg.pages.size() > 1 && unit(rng) < 0.3) cfg.excluded_regions.push_back(cfg.pages.back());
+    if (trailing && cfg.trailing_pages.size() > 1 && unit(rng) < 0.5) cfg.excluded_regions.push_back("draft_b");
+    if (trailing && cfg.trailing_pages.size() == 1 && unit(rng) < 0.2) cfg.excluded_regions.push_back("draft");  // none left
+  }
+  // Region order: shuffle all but consumed_tokens now and then (layout order is free).
+  if (unit(rng) < 0.3) std::shuffle(cfg.regions.begin() + 1, cfg.regions.end(), rng);
+  cfg.row_pad = choice<std::int64_t>(rng, {0, 8, 24});
+  cfg.capacity = C;
+  cfg.page_tokens = PT;
+  cfg.width = W;
+  cfg.rows = N;
+  cfg.cache_pages = uniform(rng, 1, 47);
+  cfg.salt = index;
+  Config out{ft::make_case(cfg), C, PT, W, N, cfg.cache_pages};
+  return out;
+}
+
+inline void random_bytes(Rng& rng, std::vector<std::uint8_t>& bytes) {
+  std::size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    const std::uint64_t v = rng();
+    std::memcpy(bytes.data() + i, &v, 8);
+  }
+  for (; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(rng());
+}
+
+// Page table entries: a permutation modulo P (as cases.py), or, when colliding,
+// one of very few pages; about 4% unmapped (-1) and 3% past the page count.
+inline void random_table(Rng& rng, statexfer::tools::NpyArray& table, std::int64_t P, bool collide) {
+  namespace ft = statexfer::test;
+  const std::int64_t n = table.shape[0] * table.shape[1];
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(std::max(P, n)));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t page = collide ? uniform(rng, 0, std::min<std::int64_t>(P, 2) - 1) : perm[static_cast<std::size_t>(i)] % P;
+    const double bad = unit(rng);
+    if (bad < 0.04)
+      page = -1;
+    else if (bad < 0.07)
+      page = P + uniform(rng, 0, 2);
+    ft::put<std::int32_t>(table, i, static_cast<std::int32_t>(page));
+  }
+}
+
+// One random batch on the configuration: new pool and cache bytes, consumed
+// endpoints, tables, state rows, memory capacity, count and commands.
+inline void randomize_batch(Rng& rng, const Config& cfg, Case& c, int batch) {
+  namespace ft = statexfer::test;
+  const std::int64_t C = cfg.C, PT = cfg.PT, W = cfg.W, N = cfg.N, P = cfg.P;
+  const bool collide = unit(rng) < 0.25;
+  const std::int64_t max_end = W * PT + 1;
+
+  random_bytes(rng, c.arrays["backing"].bytes);
+  std::vector<std::int64_t> consumed(static_cast<std::size_t>(N));
+  for (std::int64_t r = 0; r < N; ++r) {
+    const double u = unit(rng);
+    consumed[static_cast<std::size_t>(r)] =
+        u < 0.02 ? choice<std::int64_t>(rng, {-1, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()})
+                 : uniform(rng, 0, max_end);
+    ft::set_pool_consumed(c, r, consumed[static_cast<std::size_t>(r)]);
+  }
+  for (auto& [name, array] : c.arrays)
+    if (name.rfind("cache_", 0) == 0) random_bytes(rng, array.bytes);
+
+  if (batch == 0 || unit(rng) < 0.5) random_table(rng, c.arrays["tables"], P, collide);
+  if (c.arrays.count("trailing_tables") && (batch == 0 || unit(rng) < 0.5))
+    random_table(rng, c.arrays["trailing_tables"], P, collide);
+
+  // Live rows: 1..C, sometimes permuted, ~4% invalid (0, -1, N, N + 5).
+  std::vector<std::int64_t> live(static_cast<std::size_t>(C));
+  std::iota(live.begin(), live.end(), 1);
+  if (unit(rng) < 0.3) std::shuffle(live.begin(), live.end(), rng);
+  for (std::int64_t s = 0; s < C; ++s) {
+    for (int k = 1; k < 8; ++k) ft::put<std::int64_t>(c.arrays["state_rows"], s * 8 + k, uniform(rng, -3, N + 3));
+    std::int64_t row = live[static_cast<std::size_t>(s)];
+    if (unit(rng) < 0.04) row = choice<std::int64_t>(rng, {0, -1, N, N + 5});
+    ft::set_state_row(c, s, row);
+    ft::set_request_consumed(c, s, uniform(rng, 0, max_end));
+  }
+
+  // Memory capacity: mostly exact, sometimes reduced, above the real counts
+  // (the hardening caps them), zero or negative.
+  auto capacity = [&](std::int64_t real) -> std::int64_t {
+    const double u = unit(rng);
+    if (u < 0.62) return real;
+    if (u < 0.72) return std::max<std::int64_t>(real - uniform(rng, 1, 2), 0);
+    if (u < 0.78) return uniform(rng, 0, real);
+    if (u < 0.92) return real + uniform(rng, 1, 100);
+    if (u < 0.96) return std::numeric_limits<std::int64_t>::max() - uniform(rng, 0, 1);
+    return choice<std::int64_t>(rng, {-1, std::numeric_limits<std::int64_t>::min()});
+  };
+  const std::int64_t slots_cap = capacity(N);
+  ft::set_memory_capacity(c, slots_cap, capacity(P));
+
+  // Count: full, any, or invalid.
+  std::int64_t count;
+  const double u = unit(rng);
+  if (u < 0.45)
+    count = C;
+  else if (u < 0.9)
+    count = uniform(rng, 0, C);
+  else if (u < 0.93)
+    count = 0;
+  else if (u < 0.96)
+    count = std::min<std::int64_t>(1, C);
+  else
+    count = choice<std::int64_t>(rng, {-1, C + 1, C + 7, std::numeric_limits<std::int32_t>::min(),
+                                       std::numeric_limits<std::int32_t>::max()});
+  ft::set_num_ops(c, static_cast<std::int32_t>(count));
+
+  // Commands (every row, live or not, so that rows past the count carry junk).
+  std::vector<std::int64_t> slots(static_cast<std::size_t>(C));
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  std::vector<std::int64_t> snaps;
+  for (std::int64_t r = C + 1; r < N; ++r) snaps.push_back(r);
+  std::shuffle(snaps.begin(), snaps.end(), rng);
+  // Colliding batches draw snapshot rows from a pool of two.
+  const std::size_t snap_pool = collide ? std::min<std::size_t>(2, snaps.size()) : snaps.size();
+  std::size_t si = 0;
+  auto snap_row = [&]() -> std::int64_t {
+    if (collide) return snaps[static_cast<std::size_t>(uniform(rng, 0, static_cast<std::int64_t>(snap_pool) - 1))];
+    if (si < snaps.size() && unit(rng) > 0.05) return snaps[si++];
+    return uniform(rng, C + 1, N - 1);
+  };
+  for (std::int64_t i = 0; i < C; ++i) {
+    std::int64_t slot = collide && unit(rng) < 0.3 ? uniform(rng, 0, C - 1) : slots[static_cast<std::size_t>(i)];
+    if (unit(rng) < 0.03) slot = choice<std::int64_t>(rng, {-1, C});
+    const std::int64_t live_row = (0 <= slot && slot < C) ? ft::state_row(c, slot) : 1;
+    std::int64_t src, dst, end;
+    std::int32_t op;
+    const double k = unit(rng);
+    if (k < 0.4) {  // snapshot live -> immutable
+      src = live_row, dst = snap_row(), op = 0;
+      end = (0 <= slot && slot < C) ? ft::get<std::int64_t>(c.arrays["request_consumed"], slot) : 3;
+    } else if (k < 0.75) {  // restore immutable -> live
+      src = snap_row(), dst = live_row, op = 0;
+      end = consumed[static_cast<std::size_t>(src)];
+    } else if (k < 0.9) {  // reset
+      src = -1, dst = live_row, op = 1, end = 0;
+    } else {  // noise
+      src = uniform(rng, -2, N + 2);
+      dst = uniform(rng, -2, N + 2);
+      op = static_cast<std::int32_t>(uniform(rng, -1, 2));
+      end = uniform(rng, -1, W * PT + 3);
+      if (unit(rng) < 0.1) {  // extreme values anywhere
+        constexpr std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+        src = choice<std::int64_t>(rng, {src, lo, hi});
+        dst = choice<std::int64_t>(rng, {dst, lo, hi});
+        end = choice<std::int64_t>(rng, {end, lo, hi});
+        slot = choice<std::int64_t>(rng, {slot, lo, hi});
+        op = choice<std::int32_t>(rng, {op, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()});
+      }
+    }
+    if (unit(rng) < 0.04 && end > std::numeric_limits<std::int64_t>::min() && end < std::numeric_limits<std::int64_t>::max())
+      end += choice<std::int64_t>(rng, {-1, 1});
+    ft::set_command(c, i, slot, src, dst, op, end);
+  }
+}
+
+struct Stats {
+  std::array<std::int64_t, 7> codes{};
+  std::int64_t copies = 0, resets = 0, trailing_copies = 0, batches = 0, mismatches = 0;
+  bool count_zero = false, count_one = false, count_odd = false, full_64 = false;
+};
+
+}  // namespace differential
+
+TEST(TEST_CATEGORY, differential_random_batches) {
+  namespace tools = statexfer::tools;
+  namespace ft = statexfer::test;
+  using namespace differential;
+  constexpr int configs = 160;
+  constexpr int batches_per_config = 128;
+  const auto start = std::chrono::steady_clock::now();
+  Stats stats;
+  int dumped = 0;
+  for (int ci = 0; ci < configs; ++ci) {
+    Rng config_rng(0x5eed0000ULL + static_cast<std::uint64_t>(ci));
+    const Config cfg = make_config(config_rng, ci);
+    Case c = cfg.base;
+    for (int b = 0; b < batches_per_config; ++b) {
+      Rng rng(0xba7c0000ULL * 31 + static_cast<std::uint64_t>(ci) * 1000003ULL + static_cast<std::uint64_t>(b));
+      randomize_batch(rng, cfg, c, b);
+      if (ci == 0 && b < 8) ft::set_num_ops(c, static_cast<std::int32_t>(cfg.C));  // C = 64, full count
+
+      const tools::CaseOutputs expected = statexfer::reference::reference_run(c);
+      const tools::CaseOutputs actual = tools::run_case<TEST_EXECSPACE>(c);
+      const tools::Comparison cmp = tools::compare_outputs(actual, expected);
+      ++stats.batches;
+      if (!cmp.identical()) {
+        ++stats.mismatches;
+        std::string where;
+        if (dumped < 5) {
+          const auto dir = std::filesystem::path(::testing::TempDir()) / "statexfer_differential" /
+                           TEST_EXECSPACE::name() / ("config" + std::to_string(ci) + "_batch" + std::to_string(b));
+          ft::write_case(c, dir);
+          where = " (saved as " + dir.string() + ")";
+          ++dumped;
+        }
+        ADD_FAILURE() << "config " << ci << " batch " << b << where << ": library vs reference: " << ft::describe(cmp);
+        if (stats.mismatches >= 20) break;
+        continue;
+      }
+
+      const std::int32_t count = ft::num_ops(c);
+      stats.count_zero |= count == 0;
+      stats.count_one |= count == 1;
+      stats.count_odd |= count > 1 && count % 2 == 1 && count <= cfg.C;
+      stats.full_64 |= cfg.C == 64 && count == 64;
+      for (std::int64_t r = 0; r < cfg.C; ++r) {
+        const std::int32_t code = ft::get<std::int32_t>(*expected.errors, r);
+        ASSERT_TRUE(code >= 0 && code <= 6) << "code " << code;
+        ++stats.codes[static_cast<std::size_t>(code)];
+        if (code == 0 && r < count) {
+          const std::int32_t op = ft::get<std::int32_t>(c.arrays.at("operation"), r);
+          if (op == 0) {
+            ++stats.copies;
+            if (!c.spec.trailing_pages.empty() && ft::get<std::int64_t>(c.arrays.at("expected_consumed"), r) > 1)
+              ++stats.trailing_copies;
+          } else {
+            ++stats.resets;
+          }
+        }
+      }
+    }
+    if (stats.mismatches >= 20) break;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  EXPECT_EQ(stats.mismatches, 0);
+  for (int code = 0; code <= 6; ++code)
+    EXPECT_GT(stats.codes[static_cast<std::size_t>(code)], 0) << "code " << code << " never occurred";
+  EXPECT_GE(stats.copies, 20000);
+  EXPECT_GE(stats.resets, 10000);
+  EXPECT_GE(stats.trailing_copies, 5000);
+  EXPECT_TRUE(stats.count_zero && stats.count_one && stats.count_odd && stats.full_64);
+
+  RecordProperty("batches", static_cast<int>(stats.batches));
+  RecordProperty("applied_copies", static_cast<int>(stats.copies));
+  RecordProperty("applied_resets", static_cast<int>(stats.resets));
+  std::printf("[differential] %s: %lld batches in %.2f s, %lld mismatches; applied %lld copies (%lld with trailing "
+              "pages), %lld resets; codes 0..6:",
+              TEST_EXECSPACE::name(), static_cast<long long>(stats.batches), seconds,
+              static_cast<long long>(stats.mismatches), static_cast<long long>(stats.copies),
+              static_cast<long long>(stats.trailing_copies), static_cast<long long>(stats.resets));
+  for (std::int64_t n : stats.codes) std::printf(" %lld", static_cast<long long>(n));
+  std::printf("\n");
+}
+
+}  // namespace
+
+#endif

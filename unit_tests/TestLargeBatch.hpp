@@ -1,0 +1,547 @@
+#ifndef STATEXFER_TEST_LARGE_BATCH_HPP
+#define STATEXFER_TEST_LARGE_BATCH_HPP
+
+// Large batches (issue 6): capacities 128..4096 beyond the contract's 1..64, whose
+// validation sorts the keys that can collide instead of comparing every pair.
+// Every batch runs through the library on TEST_EXECSPACE (tools::run_case, or one
+// transfer reused across batches) and through the brute-force host reference
+// (reference_run); error codes, pool and caches must agree byte for byte, at
+// every capacity from 1 to 4096, so the contract's path (<= 64) and the sorted
+// path (> 64) are held to the same reading of SPEC §4.
+//
+// Besides random batches, each capacity gets adversarial ones: many rows on one
+// destination, one main tail page, one trailing page (restores: all conflict;
+// snapshots only: the snapshot+snapshot exemption, all apply), long runs of one
+// source (restores from one snapshot row: no conflict), junk rows after the
+// count that would collide if they were live, and invalid counts. A failing
+// batch is saved as a case folder under testing::TempDir() for replay.
+
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <statexfer/statexfer.hpp>
+#include <statexfer_tools/case.hpp>
+#include <statexfer_tools/run_case.hpp>
+
+#include "case_factory.hpp"
+#include "reference/host_reference.hpp"
+
+namespace {
+namespace large_batch {
+
+namespace ft = statexfer::test;
+namespace tools = statexfer::tools;
+using tools::Case;
+using Rng = std::mt19937_64;
+
+inline std::int64_t uniform(Rng& rng, std::int64_t lo, std::int64_t hi) {  // inclusive
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+}
+inline double unit(Rng& rng) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
+template <class T>
+T choice(Rng& rng, std::initializer_list<T> values) {
+  return *(values.begin() + uniform(rng, 0, static_cast<std::int64_t>(values.size()) - 1));
+}
+
+enum class Scenario {
+  mixed,                        // snapshots, restores, resets, noise; valid and colliding tables
+  one_destination,              // every snapshot into one row
+  one_tail_page,                // every partial page on one cache page, snapshots and restores
+  one_trailing_page,            // every trailing page on one cache page, snapshots and restores
+  snapshots_one_page,           // snapshots only, every main and trailing page on one cache page: all apply
+  restores_one_source,          // restores from one snapshot row into every live row: all apply
+  junk_after_count,             // rows past the count collide with the live ones
+  invalid_count,                // count < 0 or > C
+};
+constexpr std::array<Scenario, 8> all_scenarios = {
+    Scenario::mixed,          Scenario::one_destination,     Scenario::one_tail_page,
+    Scenario::one_trailing_page, Scenario::snapshots_one_page, Scenario::restores_one_source,
+    Scenario::junk_after_count, Scenario::invalid_count};
+
+inline const char* name(Scenario s) {
+  switch (s) {
+    case Scenario::mixed: return "mixed";
+    case Scenario::one_destination: return "one_destination";
+    case Scenario::one_tail_page: return "one_tail_page";
+    case Scenario::one_trailing_page: return "one_trailing_page";
+    case Scenario::snapshots_one_page: return "snapshots_one_page";
+    case Scenario::restores_one_source: return "restores_one_source";
+    case Scenario::junk_after_count: return "junk_after_count";
+    case Scenario::invalid_count: return "invalid_count";
+  }
+  return "?";
+}
+
+struct Shape {
+  std::int64_t C, PT, W, N, P;
+  bool trailing;
+};
+
+// A configuration of capacity C: small rows (bytes are compared, but the
+// reference's O(C^2) validation is what costs), 1-2 page bindings, a trailing
+// binding when asked, sometimes an excluded region. Enough snapshot rows and
+// cache pages that every command can be valid.
+inline Case make_config(Rng& rng, std::int64_t C, bool trailing, std::int64_t row_scale, Shape* shape) {
+  ft::CaseConfig cfg;
+  cfg.capacity = C;
+  cfg.page_tokens = choice<std::int64_t>(rng, {3, 4, 5, 8, 16});
+  cfg.width = uniform(rng, 1, C >= 1024 ? 3 : 6);
+  cfg.rows = 2 * C + 2 + uniform(rng, 0, 3);
+  cfg.cache_pages = C * cfg.width + uniform(rng, 0, 9);
+  cfg.regions.push_back({"consumed_tokens", 8, statexfer::DType::int64, 8});
+  cfg.regions.push_back({"ssm", uniform(rng, 1, 24) * row_scale, statexfer::DType::uint8, 1});
+  cfg.regions.push_back({"kv", choice<std::int64_t>(rng, {1, 4, 7, 16}) * row_scale, statexfer::DType::uint8, 4});
+  cfg.pages.push_back("kv");
+  if (unit(rng) < 0.4) {
+    cfg.regions.push_back({"kv_b", choice<std::int64_t>(rng, {3, 8}) * row_scale, statexfer::DType::uint8, 1});
+    cfg.pages.push_back("kv_b");
+  }
+  if (trailing) {
+    cfg.regions.push_back({"draft", 2 * choice<std::int64_t>(rng, {1, 2, 5, 8}) * row_scale, statexfer::DType::uint8, 1});
+    cfg.trailing_pages.push_back("draft");
+  }
+  if (unit(rng) < 0.3) {
+    cfg.regions.push_back({"scratch", uniform(rng, 1, 12) * row_scale, statexfer::DType::uint8, 1});
+    cfg.excluded_regions.push_back("scratch");
+  }
+  cfg.salt = static_cast<std::int64_t>(rng() % 1000);
+  *shape = Shape{C, cfg.page_tokens, cfg.width, cfg.rows, cfg.cache_pages, trailing};
+  return ft::make_case(cfg);
+}
+
+// Page table contents: distinct pages (a permutation of [0, P)), one page for
+// every entry, or pages from a pool of two; `bad` of the entries unmapped (-1)
+// or past the page count.
+inline void fill_table(Rng& rng, tools::NpyArray& table, std::int64_t P, int distinct_pages, double bad) {
+  const std::int64_t n = table.shape[0] * table.shape[1];
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(std::max(P, n)));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  const std::int64_t one = uniform(rng, 0, P - 1), two = uniform(rng, 0, P - 1);
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t page = distinct_pages == 0 ? perm[static_cast<std::size_t>(i)] % P
+                        : distinct_pages == 1 ? one
+                                              : (unit(rng) < 0.5 ? one : two);
+    const double u = unit(rng);
+    if (u < bad / 2)
+      page = -1;
+    else if (u < bad)
+      page = P + uniform(rng, 0, 2);
+    ft::put<std::int32_t>(table, i, static_cast<std::int32_t>(page));
+  }
+}
+
+// One batch of `scenario` on the configuration: new tables, state rows, consumed
+// endpoints, memory capacity, commands and count. Returns the live count.
+inline std::int64_t fill_batch(Rng& rng, const Shape& s, Case& c, Scenario scenario) {
+  const std::int64_t C = s.C, PT = s.PT, W = s.W, N = s.N, P = s.P;
+  const bool mixed = scenario == Scenario::mixed;
+  const bool collide_tables = mixed && unit(rng) < 0.3;
+  const int main_pages = scenario == Scenario::one_tail_page || scenario == Scenario::snapshots_one_page ? 1
+                         : collide_tables                                                             ? 2
+                                                                                                      : 0;
+  const int trailing_pages =
+      scenario == Scenario::one_trailing_page || scenario == Scenario::snapshots_one_page ? 1 : collide_tables ? 2 : 0;
+  const double bad = mixed ? 0.04 : scenario == Scenario::one_trailing_page ? 0.02 : 0.0;
+  fill_table(rng, c.arrays.at("tables"), P, main_pages, bad);
+  if (s.trailing) fill_table(rng, c.arrays.at("trailing_tables"), P, trailing_pages, bad);
+
+  // Live rows 1..C (sometimes permuted); a few invalid ones in mixed batches.
+  std::vector<std::int64_t> live(static_cast<std::size_t>(C));
+  std::iota(live.begin(), live.end(), 1);
+  if (unit(rng) < 0.5) std::shuffle(live.begin(), live.end(), rng);
+  for (std::int64_t slot = 0; slot < C; ++slot) {
+    std::int64_t row = live[static_cast<std::size_t>(slot)];
+    if (mixed && unit(rng) < 0.02) row = choice<std::int64_t>(rng, {0, -1, N, N + 3});
+    ft::set_state_row(c, slot, row);
+    ft::set_request_consumed(c, slot, uniform(rng, 1, W * PT));
+  }
+  // Snapshot rows C+1..N-1: pool consumed endpoints for restores.
+  for (std::int64_t r = 0; r < N; ++r) ft::set_pool_consumed(c, r, uniform(rng, 0, W * PT));
+
+  std::int64_t slots_cap = N, pages_cap = P;
+  if (mixed) {
+    const double u = unit(rng);
+    if (u < 0.1) slots_cap = N - uniform(rng, 1, 3);
+    else if (u < 0.2) pages_cap = std::max<std::int64_t>(1, P - uniform(rng, 1, P / 2 + 1));
+    else if (u < 0.25) slots_cap = std::numeric_limits<std::int64_t>::max();
+  }
+  ft::set_memory_capacity(c, slots_cap, pages_cap);
+
+  std::vector<std::int64_t> slots(static_cast<std::size_t>(C));
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  std::vector<std::int64_t> snaps;
+  for (std::int64_t r = C + 1; r < N; ++r) snaps.push_back(r);
+  std::shuffle(snaps.begin(), snaps.end(), rng);
+  std::size_t next_snap = 0;
+  const std::int64_t one_row = snaps.front();
+  auto snap_row = [&]() -> std::int64_t {
+    if (scenario == Scenario::one_destination || scenario == Scenario::restores_one_source) return one_row;
+    if (collide_tables && unit(rng) < 0.3) return snaps[static_cast<std::size_t>(uniform(rng, 0, 1))];
+    return snaps[next_snap++ % snaps.size()];
+  };
+
+  // Count.
+  std::int64_t count = C;
+  if (scenario == Scenario::invalid_count)
+    count = choice<std::int64_t>(rng, {-1, C + 1, 2 * C, std::numeric_limits<std::int32_t>::min(),
+                                       std::numeric_limits<std::int32_t>::max()});
+  else if (scenario == Scenario::junk_after_count)
+    count = C == 1 ? 0 : uniform(rng, 1, C - 1);
+  else if (mixed && unit(rng) < 0.3)
+    count = uniform(rng, 0, C);
+  else if (scenario == Scenario::one_trailing_page && unit(rng) < 0.25)
+    count = 1;  // alone: its two parts on one page do not collide with each other
+
+  const std::int64_t live_rows = std::clamp<std::int64_t>(count, 0, C);
+  for (std::int64_t i = 0; i < C; ++i) {
+    if (scenario == Scenario::junk_after_count && i >= live_rows && live_rows > 0) {
+      // A copy of a live row's command: it would collide if it were counted.
+      const std::int64_t j = uniform(rng, 0, live_rows - 1);
+      ft::set_command(c, i, ft::get<std::int64_t>(c.arrays.at("request_slots"), j),
+                      ft::get<std::int64_t>(c.arrays.at("source_slots"), j),
+                      ft::get<std::int64_t>(c.arrays.at("destination_slots"), j),
+                      ft::get<std::int32_t>(c.arrays.at("operation"), j),
+                      ft::get<std::int64_t>(c.arrays.at("expected_consumed"), j));
+      continue;
+    }
+    std::int64_t slot = slots[static_cast<std::size_t>(i)];
+    if (mixed && unit(rng) < 0.03) slot = uniform(rng, 0, C - 1);  // repeated request slot
+    const std::int64_t live_row = ft::state_row(c, slot);
+    double kind = unit(rng);
+    switch (scenario) {
+      case Scenario::one_destination:
+      case Scenario::snapshots_one_page: kind = 0.0; break;                 // snapshot
+      case Scenario::restores_one_source: kind = 0.5; break;                // restore
+      case Scenario::one_tail_page:
+      case Scenario::one_trailing_page: kind = kind < 0.5 ? 0.0 : 0.5; break;
+      default: break;
+    }
+    if (kind < 0.4) {  // snapshot
+      const std::int64_t end = ft::get<std::int64_t>(c.arrays.at("request_consumed"), slot);
+      ft::set_command(c, i, slot, live_row, snap_row(), 0, end);
+    } else if (kind < 0.75) {  // restore
+      const std::int64_t src = snap_row();
+      std::int64_t end = ft::pool_consumed(c, src);
+      if (end <= 0) {
+        end = uniform(rng, 1, W * PT);
+        ft::set_pool_consumed(c, src, end);
+      }
+      ft::set_command(c, i, slot, src, live_row, 0, end);
+    } else if (kind < 0.9) {  // reset
+      ft::set_command(c, i, slot, -1, live_row, 1, 0);
+    } else {  // noise
+      ft::set_command(c, i, choice<std::int64_t>(rng, {slot, -1, C}), uniform(rng, -2, N + 2), uniform(rng, -2, N + 2),
+                      static_cast<std::int32_t>(uniform(rng, -1, 2)), uniform(rng, -1, W * PT + 2));
+    }
+    if (mixed && unit(rng) < 0.05) {  // an endpoint that does not match (code 3)
+      const std::int64_t end = ft::get<std::int64_t>(c.arrays.at("expected_consumed"), i);
+      ft::put<std::int64_t>(c.arrays.at("expected_consumed"), i, choice<std::int64_t>(rng, {end - 1, end + 1, 0, W * PT + 1}));
+    }
+  }
+  ft::set_num_ops(c, static_cast<std::int32_t>(count));
+  return count;
+}
+
+struct Tally {
+  std::array<std::int64_t, 7> codes{};  // over rows of capacities above 64
+  std::int64_t batches = 0, mismatches = 0, dumped = 0;
+};
+
+// Library vs reference on `c`; saves a mismatching case. Returns the reference's outputs.
+inline tools::CaseOutputs check(const Case& c, const std::string& what, Tally& tally) {
+  const tools::CaseOutputs expected = statexfer::reference::reference_run(c);
+  const tools::CaseOutputs actual = tools::run_case<TEST_EXECSPACE>(c);
+  const tools::Comparison cmp = tools::compare_outputs(actual, expected);
+  ++tally.batches;
+  if (!cmp.identical()) {
+    ++tally.mismatches;
+    std::string where;
+    if (tally.dumped < 3) {
+      const auto dir = std::filesystem::path(::testing::TempDir()) / "statexfer_large_batch" / TEST_EXECSPACE::name() / what;
+      ft::write_case(c, dir);
+      where = " (saved as " + dir.string() + ")";
+      ++tally.dumped;
+    }
+    ADD_FAILURE() << what << where << ": library vs reference: " << ft::describe(cmp);
+  }
+  if (c.spec.capacity > statexfer::max_capacity && expected.errors)
+    for (std::int64_t r = 0; r < c.spec.capacity; ++r) ++tally.codes[ft::get<std::int32_t>(*expected.errors, r)];
+  return expected;
+}
+
+inline std::int64_t count_code(const tools::CaseOutputs& out, std::int64_t C, std::int32_t code, std::int64_t rows) {
+  std::int64_t n = 0;
+  for (std::int64_t r = 0; r < std::min(C, rows); ++r) n += ft::get<std::int32_t>(*out.errors, r) == code;
+  return n;
+}
+
+// The transfer of a Case bound once and reused for several batches (as an
+// engine replays one captured graph): only the commands and num_ops change.
+struct Bound {
+  using Exec = TEST_EXECSPACE;
+  using Mem = Exec::memory_space;
+  Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, Mem> backing;
+  Kokkos::View<std::int64_t*, Mem> capacity;
+  statexfer::PageTable<Exec> tables, trailing_tables;
+  statexfer::StateRows<Exec> state_rows;
+  Kokkos::View<std::int64_t**, Kokkos::LayoutRight, Mem> consumed;
+  std::map<std::string, statexfer::PageBinding<Exec>::cache_view> caches;
+  statexfer::StateCommands<Exec> commands;
+  std::optional<statexfer::PreparedStateTransfer<Exec>> transfer;
+
+  explicit Bound(const Case& c) {
+    namespace d = tools::run_case_detail;
+    const tools::CaseSpec& s = c.spec;
+    backing = d::upload2<std::uint8_t, Mem>(c, "backing", statexfer::DType::uint8);
+    capacity = d::upload1<std::int64_t, Mem>(c, "memory_capacity", statexfer::DType::int64);
+    tables = d::upload2<std::int32_t, Mem>(c, "tables", statexfer::DType::int32);
+    state_rows = d::upload2<std::int64_t, Mem>(c, "state_rows", statexfer::DType::int64);
+    consumed = d::upload2<std::int64_t, Mem>(c, "request_consumed", statexfer::DType::int64);
+    if (c.arrays.count("trailing_tables"))
+      trailing_tables = d::upload2<std::int32_t, Mem>(c, "trailing_tables", statexfer::DType::int32);
+    for (const auto& n : tools::binding_names(s))
+      caches[n] = d::upload2<std::uint8_t, Mem>(c, "cache_" + n, statexfer::DType::uint8);
+    statexfer::StatePool<Exec> pool(statexfer::StateLayout(s.regions, s.row_bytes), backing, capacity);
+    commands = statexfer::StateCommands<Exec>::allocate(s.capacity);
+    statexfer::TransferConfig<Exec> config;
+    config.page_tokens = s.page_tokens;
+    config.state_rows = state_rows;
+    config.requests.consumed_tokens = consumed;
+    config.trailing_tables = trailing_tables;
+    config.excluded_regions = s.excluded_regions;
+    for (const auto& n : s.pages) config.pages.push_back({n, caches.at(n)});
+    for (const auto& n : s.trailing_pages) config.trailing_pages.push_back({n, caches.at(n)});
+    transfer.emplace(pool, commands, tables, config);
+    transfer->prepare(Exec());
+  }
+
+  // Upload everything a batch may change (the pool and caches are left as the
+  // previous batch made them), run validate and apply, read back.
+  tools::CaseOutputs run(const Case& c) {
+    namespace d = tools::run_case_detail;
+    Kokkos::deep_copy(tables, d::upload2<std::int32_t, Mem>(c, "tables", statexfer::DType::int32));
+    if (trailing_tables.data())
+      Kokkos::deep_copy(trailing_tables, d::upload2<std::int32_t, Mem>(c, "trailing_tables", statexfer::DType::int32));
+    Kokkos::deep_copy(state_rows, d::upload2<std::int64_t, Mem>(c, "state_rows", statexfer::DType::int64));
+    Kokkos::deep_copy(consumed, d::upload2<std::int64_t, Mem>(c, "request_consumed", statexfer::DType::int64));
+    Kokkos::deep_copy(capacity, d::upload1<std::int64_t, Mem>(c, "memory_capacity", statexfer::DType::int64));
+    Kokkos::deep_copy(backing, d::upload2<std::uint8_t, Mem>(c, "backing", statexfer::DType::uint8));
+    d::load_command(c, "request_slots", statexfer::DType::int64, commands.request_slots);
+    d::load_command(c, "source_slots", statexfer::DType::int64, commands.source_slots);
+    d::load_command(c, "destination_slots", statexfer::DType::int64, commands.destination_slots);
+    d::load_command(c, "operation", statexfer::DType::int32, commands.operation);
+    d::load_command(c, "expected_consumed", statexfer::DType::int64, commands.expected_consumed);
+    d::load_command(c, "num_ops", statexfer::DType::int32, commands.num_ops);
+    Kokkos::fence();
+    Exec exec;
+    transfer->validate(exec);
+    transfer->apply(exec);
+    exec.fence();
+    tools::CaseOutputs out;
+    out.errors = d::download(commands.errors, statexfer::DType::int32);
+    out.backing = d::download(backing, statexfer::DType::uint8);
+    for (const auto& [n, v] : caches) out.caches[n] = d::download(v, statexfer::DType::uint8);
+    return out;
+  }
+};
+
+// Kokkos Tools counters for the launch test.
+struct ToolCounts {
+  static inline int parallel_for = 0, allocations = 0, fences = 0, deep_copies = 0;
+  static void reset() { parallel_for = allocations = fences = deep_copies = 0; }
+  static void on_for(const char*, std::uint32_t, std::uint64_t* id) { ++parallel_for, *id = 0; }
+  static void on_allocate(Kokkos_Profiling_SpaceHandle, const char*, const void*, std::uint64_t) { ++allocations; }
+  static void on_fence(const char*, std::uint32_t, std::uint64_t* id) { ++fences, *id = 0; }
+  static void on_deep_copy(Kokkos_Profiling_SpaceHandle, const char*, const void*, Kokkos_Profiling_SpaceHandle,
+                           const char*, const void*, std::uint64_t) {
+    ++deep_copies;
+  }
+};
+
+}  // namespace large_batch
+
+TEST(TEST_CATEGORY, large_batch_capacities) {
+  using Exec = TEST_EXECSPACE;
+  for (std::int64_t c = 1; c <= 4096; c *= 2) {
+    EXPECT_TRUE(statexfer::is_valid_extended_capacity(c)) << c;
+    EXPECT_EQ(statexfer::is_valid_capacity(c), c <= 64) << c;
+  }
+  for (std::int64_t c : {-4096, -1, 0, 3, 96, 100, 4095, 4097, 6144, 8192, 1 << 20})
+    EXPECT_FALSE(statexfer::is_valid_extended_capacity(c)) << c;
+  EXPECT_EQ(statexfer::max_capacity, 64);
+  EXPECT_EQ(statexfer::max_extended_capacity, 4096);
+  for (std::int64_t c : {8192, 4095, 96}) {
+    try {
+      statexfer::StateCommands<Exec>::allocate(c);
+      ADD_FAILURE() << "allocate(" << c << ") did not throw";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("capacity"), std::string::npos) << what;
+      EXPECT_NE(what.find("4096"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::to_string(c)), std::string::npos) << what;
+    }
+  }
+  auto commands = statexfer::StateCommands<Exec>::allocate(4096);
+  EXPECT_EQ(commands.capacity(), 4096);
+}
+
+// Codes and bytes against the reference at every capacity 1..4096, each
+// scenario at least once per capacity.
+TEST(TEST_CATEGORY, large_batch_matches_reference_every_capacity) {
+  using namespace large_batch;
+  const auto start = std::chrono::steady_clock::now();
+  Tally tally;
+  for (std::int64_t C = 1; C <= statexfer::max_extended_capacity; C *= 2) {
+    const int rounds = C <= 64 ? 3 : C <= 512 ? 2 : 1;
+    for (int round = 0; round < rounds; ++round) {
+      Rng rng(0x1a26e000ULL + static_cast<std::uint64_t>(C) * 131 + static_cast<std::uint64_t>(round));
+      Shape shape{};
+      Case c = make_config(rng, C, /*trailing=*/round % 2 == 0 || C >= 2048, 1, &shape);
+      for (Scenario scenario : all_scenarios) {
+        if (scenario == Scenario::one_trailing_page && !shape.trailing) continue;
+        const std::int64_t count = fill_batch(rng, shape, c, scenario);
+        const std::string what = "C" + std::to_string(C) + "_round" + std::to_string(round) + "_" + name(scenario);
+        const tools::CaseOutputs expected = check(c, what, tally);
+        if (!expected.errors) continue;
+        const std::int64_t live = std::clamp<std::int64_t>(count, 0, C);
+        // The scenarios do what they say (so that a generator change cannot
+        // silently stop covering them).
+        switch (scenario) {
+          case Scenario::one_destination:
+            if (C >= 2) EXPECT_EQ(count_code(expected, C, 4, live), live) << what;
+            break;
+          case Scenario::snapshots_one_page:
+          case Scenario::restores_one_source:
+            EXPECT_EQ(count_code(expected, C, 0, C), C) << what;
+            break;
+          case Scenario::invalid_count: EXPECT_EQ(count_code(expected, C, 5, C), C) << what; break;
+          case Scenario::one_tail_page:
+          case Scenario::one_trailing_page:
+            if (C >= 8 && live > 1) EXPECT_GT(count_code(expected, C, 4, live), 0) << what;
+            break;
+          default: break;
+        }
+        if (tally.mismatches >= 10) break;
+      }
+      if (tally.mismatches >= 10) break;
+    }
+    if (tally.mismatches >= 10) break;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(tally.mismatches, 0);
+  // Every code occurs on the sorted path.
+  for (int code = 0; code <= 6; ++code)
+    EXPECT_GT(tally.codes[static_cast<std::size_t>(code)], 0) << "code " << code << " never occurred above 64";
+  std::printf("[large_batch] %s: %lld batches (capacities 1..4096) in %.2f s, %lld mismatches; codes 0..6 above 64:",
+              TEST_EXECSPACE::name(), static_cast<long long>(tally.batches), seconds,
+              static_cast<long long>(tally.mismatches));
+  for (std::int64_t n : tally.codes) std::printf(" %lld", static_cast<long long>(n));
+  std::printf("\n");
+}
+
+// Bytes at large capacities with wider rows: two page bindings, a trailing
+// binding and an excluded region; a mostly valid batch applies thousands of
+// copies and resets.
+TEST(TEST_CATEGORY, large_batch_bytes_match_reference) {
+  using namespace large_batch;
+  Tally tally;
+  for (std::int64_t C : {1024, 4096}) {
+    Rng rng(0xb17e5000ULL + static_cast<std::uint64_t>(C));
+    Shape shape{};
+    Case c = make_config(rng, C, /*trailing=*/true, 8, &shape);
+    for (Scenario scenario : {Scenario::restores_one_source, Scenario::snapshots_one_page, Scenario::one_trailing_page}) {
+      fill_batch(rng, shape, c, scenario);
+      const std::string what = "bytes_C" + std::to_string(C) + "_" + name(scenario);
+      const tools::CaseOutputs expected = check(c, what, tally);
+      if (scenario != Scenario::one_trailing_page) EXPECT_EQ(count_code(expected, C, 0, C), C) << what;
+    }
+    // A valid mixed batch: distinct rows and pages, every kind of command.
+    fill_batch(rng, shape, c, Scenario::mixed);
+    check(c, "bytes_C" + std::to_string(C) + "_mixed", tally);
+  }
+  EXPECT_EQ(tally.mismatches, 0);
+}
+
+// One transfer, prepared once, validates and applies a sequence of batches
+// (the work View and plan are reused): each batch against the reference, from
+// the pool and caches the previous batch left.
+TEST(TEST_CATEGORY, large_batch_reused_transfer) {
+  using namespace large_batch;
+  for (std::int64_t C : {128, 2048}) {
+    Rng rng(0x2e05ed00ULL + static_cast<std::uint64_t>(C));
+    Shape shape{};
+    Case c = make_config(rng, C, /*trailing=*/true, 2, &shape);
+    Bound bound(c);
+    int step = 0;
+    for (Scenario scenario : {Scenario::mixed, Scenario::one_trailing_page, Scenario::invalid_count,
+                              Scenario::restores_one_source, Scenario::junk_after_count, Scenario::one_destination,
+                              Scenario::snapshots_one_page, Scenario::mixed}) {
+      fill_batch(rng, shape, c, scenario);
+      const std::string what = "reused_C" + std::to_string(C) + "_step" + std::to_string(step++) + "_" + name(scenario);
+      const tools::CaseOutputs expected = statexfer::reference::reference_run(c);
+      const tools::CaseOutputs actual = bound.run(c);
+      const tools::Comparison cmp = tools::compare_outputs(actual, expected);
+      EXPECT_TRUE(cmp.identical()) << what << ": " << ft::describe(cmp);
+      if (!cmp.identical()) break;
+      // The next batch starts from what this one wrote.
+      c.arrays["backing"] = *expected.backing;
+      for (const auto& [n, cache] : expected.caches) c.arrays["cache_" + n] = cache;
+    }
+  }
+}
+
+// validate() at capacity 4096 is one launch that neither allocates nor fences
+// (it is captured in CUDA graphs), and so is apply().
+TEST(TEST_CATEGORY, large_batch_validate_is_one_launch_without_allocation) {
+  using namespace large_batch;
+  namespace kt = Kokkos::Tools::Experimental;
+  Rng rng(0x0e1a0ULL);
+  Shape shape{};
+  Case c = make_config(rng, 4096, /*trailing=*/true, 1, &shape);
+  fill_batch(rng, shape, c, Scenario::mixed);
+  Bound bound(c);
+  bound.run(c);  // commands uploaded, one batch done
+  const auto saved = kt::get_callbacks();
+  ToolCounts::reset();
+  kt::set_begin_parallel_for_callback(&ToolCounts::on_for);
+  kt::set_allocate_data_callback(&ToolCounts::on_allocate);
+  kt::set_begin_fence_callback(&ToolCounts::on_fence);
+  kt::set_begin_deep_copy_callback(&ToolCounts::on_deep_copy);
+  TEST_EXECSPACE exec;
+  bound.transfer->validate(exec);
+  const int validate_launches = ToolCounts::parallel_for;
+  bound.transfer->apply(exec);
+  kt::set_callbacks(saved);
+  exec.fence();
+#if KOKKOS_VERSION < 40000
+  EXPECT_EQ(validate_launches, 1);
+  EXPECT_EQ(ToolCounts::parallel_for, 2);
+#else
+  EXPECT_LE(validate_launches, 1);
+  EXPECT_LE(ToolCounts::parallel_for, 2);
+#endif
+  EXPECT_EQ(ToolCounts::allocations, 0);
+  EXPECT_EQ(ToolCounts::fences, 0);
+  EXPECT_EQ(ToolCounts::deep_copies, 0);
+}
+
+}  // namespace
+
+#endif
