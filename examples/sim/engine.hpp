@@ -765,8 +765,9 @@ class Engine {
                      " although the scheduler built it valid");
     // Every rank must hold the same codes.
     if (comm_.distributed()) {
-      std::int64_t h = 0;
-      for (std::int32_t i = 0; i < count; ++i) h = h * 31 + codes[i] + 1;
+      std::uint64_t u = 0;  // unsigned: the hash wraps by design
+      for (std::int32_t i = 0; i < count; ++i) u = u * 31 + static_cast<std::uint64_t>(codes[i] + 1);
+      const auto h = static_cast<std::int64_t>(u);
       if (comm_.min(h) != comm_.max(h)) fail(st, "the ranks hold different error codes for the batch");
     }
 
