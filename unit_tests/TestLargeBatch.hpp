@@ -49,14 +49,9 @@ namespace tools = statexfer::tools;
 using tools::Case;
 using Rng = std::mt19937_64;
 
-inline std::int64_t uniform(Rng& rng, std::int64_t lo, std::int64_t hi) {  // inclusive
-  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
-}
-inline double unit(Rng& rng) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
-template <class T>
-T choice(Rng& rng, std::initializer_list<T> values) {
-  return *(values.begin() + uniform(rng, 0, static_cast<std::int64_t>(values.size()) - 1));
-}
+using statexfer::test::choice;
+using statexfer::test::uniform;
+using statexfer::test::unit;
 
 enum class Scenario {
   mixed,                        // snapshots, restores, resets, noise; valid and colliding tables

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -283,6 +285,17 @@ inline void write_case(const tools::Case& c, const std::filesystem::path& dir) {
   json << "\n ],\n \"pages\": " << names(s.pages) << ",\n \"trailing_pages\": " << names(s.trailing_pages)
        << ",\n \"excluded_regions\": " << names(s.excluded_regions) << "\n}\n";
   for (const auto& [name, array] : c.arrays) tools::write_npy(dir / (name + ".npy"), array);
+}
+
+// Seeded draws shared by the randomized tests.
+using Rng = std::mt19937_64;
+inline std::int64_t uniform(Rng& rng, std::int64_t lo, std::int64_t hi) {  // inclusive
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+}
+inline double unit(Rng& rng) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
+template <class T>
+T choice(Rng& rng, std::initializer_list<T> values) {
+  return *(values.begin() + uniform(rng, 0, static_cast<std::int64_t>(values.size()) - 1));
 }
 
 }  // namespace statexfer::test
