@@ -18,7 +18,23 @@ namespace {
 
 using namespace statexfer_bench;
 
-enum class Step { validate, apply, validate_apply, memcpy };
+enum class Step { validate, apply, validate_apply, memcpy, memcpy_kernel };
+
+struct alignas(16) Word16 {
+  std::uint64_t lo, hi;
+};
+
+// The second yardstick: a plain kernel copying 16-byte words (a captured
+// deep_copy can become a graph memcpy node, which runs slower on the copy
+// engines than a kernel does at some sizes).
+void kernel_copy(const Exec& e, const Kokkos::View<std::uint8_t*, Exec::memory_space>& dst,
+                 const Kokkos::View<std::uint8_t*, Exec::memory_space>& src) {
+  const std::int64_t words = static_cast<std::int64_t>(src.extent(0) / sizeof(Word16));
+  Word16* d = reinterpret_cast<Word16*>(dst.data());
+  const Word16* s = reinterpret_cast<const Word16*>(src.data());
+  Kokkos::parallel_for("bench::kernel_copy", Kokkos::RangePolicy<Exec>(e, 0, words),
+                       KOKKOS_LAMBDA(const std::int64_t i) { d[i] = s[i]; });
+}
 
 void run(benchmark::State& state, const Shape& shape, Step which) {
   Workload w(shape);
@@ -30,6 +46,7 @@ void run(benchmark::State& state, const Shape& shape, Step which) {
     case Step::apply: step = [&](const Exec& e) { w.transfer->apply(e); }; break;
     case Step::validate_apply: step = [&](const Exec& e) { w.transfer->validate(e); w.transfer->apply(e); }; break;
     case Step::memcpy: step = [&](const Exec& e) { Kokkos::deep_copy(e, b, a); }; break;
+    case Step::memcpy_kernel: step = [&](const Exec& e) { kernel_copy(e, b, a); }; break;
   }
   Replayer replayer(step);
   replayer.seconds_per_replay(10);  // warm-up
@@ -39,6 +56,7 @@ void run(benchmark::State& state, const Shape& shape, Step which) {
   state.counters["GB_rw"] = benchmark::Counter(static_cast<double>(2 * w.bytes_written) * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
   state.counters["capacity"] = static_cast<double>(shape.capacity);
+  state.SetLabel(w.transfer->launch_summary());
   state.counters["row_bytes"] = static_cast<double>(shape.row_bytes);
 }
 
@@ -52,6 +70,7 @@ void register_shape(const std::string& name, const Shape& s, bool all_steps) {
   };
   add("validate_apply", Step::validate_apply);
   add("memcpy", Step::memcpy);
+  add("memcpy_kernel", Step::memcpy_kernel);
   if (all_steps) {
     add("validate", Step::validate);
     add("apply", Step::apply);

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def main():
     data = json.load(open(sys.argv[1]))
-    series = {"validate_apply": {}, "memcpy": {}}
+    series = {"validate_apply": {}, "memcpy": {}, "memcpy_kernel": {}}
     for b in data["benchmarks"]:
         name = b["name"]
         if not name.startswith("sweep-rows") or b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
@@ -24,8 +24,11 @@ def main():
         if step in series:
             series[step][int(b["row_bytes"])] = b["GB_rw"]
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    labels = {"validate_apply": "statexfer validate+apply", "memcpy": "device memcpy, same bytes"}
+    labels = {"validate_apply": "statexfer validate+apply", "memcpy": "captured deep_copy (memcpy), same bytes",
+              "memcpy_kernel": "plain 16-byte copy kernel, same bytes"}
     for step, points in series.items():
+        if not points:
+            continue
         xs = sorted(points)
         ax.plot(xs, [points[x] for x in xs], marker="o", label=labels[step])
     ax.set_xscale("log", base=2)

@@ -16,11 +16,11 @@ def medians(path):
             continue
         parts = b["run_name"].split("/") if "run_name" in b else b["name"].split("/")
         name, step = "/".join(parts[:-2]) if parts[-1].startswith("manual") else parts[0], None
-        steps = [p for p in parts if p in ("validate", "apply", "validate_apply", "memcpy")]
+        steps = [p for p in parts if p in ("validate", "apply", "validate_apply", "memcpy", "memcpy_kernel")]
         if not steps:
             continue
         step = steps[0]
-        key = "/".join(p for p in parts if p not in ("validate", "apply", "validate_apply", "memcpy")
+        key = "/".join(p for p in parts if p not in ("validate", "apply", "validate_apply", "memcpy", "memcpy_kernel")
                        and not p.startswith("min_time") and not p.startswith("manual_time") and not p.startswith("repeats"))
         prev = out.setdefault(key, {}).get(step)
         if prev is None or b.get("run_type") == "aggregate":
@@ -44,7 +44,9 @@ def main():
         s = ours.get(name)
         if not s:
             continue
-        va, v, a, m = us(s["validate_apply"]), us(s["validate"]), us(s["apply"]), us(s["memcpy"])
+        # memcpy: the faster of the captured deep_copy and the plain copy kernel
+        m = min(us(s["memcpy"]), us(s["memcpy_kernel"])) if "memcpy_kernel" in s else us(s["memcpy"])
+        va, v, a = us(s["validate_apply"]), us(s["validate"]), us(s["apply"])
         rw = s["validate_apply"]["bytes_rw"]
         gbs, mgbs = rw / va / 1e3, rw / m / 1e3
         speed = r["graph_validate_apply_us"] / va
@@ -56,7 +58,7 @@ def main():
         if name.startswith("hybrid-c64-1MiB") or name.startswith("trailing"):
             checks.append((f"{name}: >= 1.3x faster than the reference", speed >= 1.3, f"{speed:.2f}x"))
         if name in ("hybrid-c64-8MiB", "hybrid-c16-32MiB"):
-            # against the better of the two memcpy yardsticks measured in the sitting
+            # against the best memcpy yardstick measured in the sitting (ours, the reference's torch copy)
             best = max(mgbs, r["memcpy_GBps_rw"])
             checks.append((f"{name}: >= 95% of memcpy bandwidth", gbs >= 0.95 * best,
                            f"{gbs:.0f} of {best:.0f} GB/s = {gbs / best:.1%}"))

@@ -144,12 +144,18 @@ TEST(TEST_CATEGORY, construction_valid_setup_builds_and_prepares) {
   EXPECT_TRUE(accepts(s));
   auto t = s.make();
   EXPECT_FALSE(t.prepared());
+  EXPECT_EQ(t.launch_summary(), "not prepared");
   t.prepare(Exec());
   EXPECT_TRUE(t.prepared());
   EXPECT_EQ(t.capacity(), 4);
   EXPECT_EQ(t.page_regions(), std::vector<std::string>{"kv"});
   EXPECT_TRUE(t.trailing_regions().empty());
   EXPECT_GT(t.work_items_per_command(), 0);
+  // Every work item of the 4 command rows is in the apply launch's count.
+  const std::string summary = t.launch_summary();
+  EXPECT_EQ(summary.rfind("validate 1x", 0), 0u) << summary;
+  EXPECT_NE(summary.find(" over " + std::to_string(4 * t.work_items_per_command()) + " work items"), std::string::npos)
+      << summary;
 
   CtorArgs tr;
   tr.with_trailing();

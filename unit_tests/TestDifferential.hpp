@@ -349,6 +349,62 @@ TEST(TEST_CATEGORY, differential_random_batches) {
   std::printf("\n");
 }
 
+// Rows of tens of KiB and pages of several KiB: the sizes at which apply()
+// takes its wide paths (bulk copies on Hopper, which need 16-byte alignment
+// shared by source and destination and at least 4 KiB; row sizes here make
+// some copies share it and others not).
+TEST(TEST_CATEGORY, differential_large_rows) {
+  namespace tools = statexfer::tools;
+  namespace ft = statexfer::test;
+  using namespace differential;
+  std::int64_t batches = 0, mismatches = 0, copies = 0;
+  for (int ci = 0; ci < 8; ++ci) {
+    Rng rng(0x1a76e000ULL + static_cast<std::uint64_t>(ci));
+    ft::CaseConfig cfg;
+    const std::int64_t C = choice<std::int64_t>(rng, {1, 4, 8});
+    cfg.capacity = C;
+    cfg.page_tokens = choice<std::int64_t>(rng, {4, 16, 5});
+    cfg.width = uniform(rng, 2, 4);
+    cfg.cache_pages = C * cfg.width + 2;
+    cfg.rows = C + 1 + uniform(rng, 1, C + 2);
+    cfg.salt = 1000 + ci;
+    cfg.regions.push_back({"consumed_tokens", 8, statexfer::DType::int64, 8});
+    cfg.regions.push_back({"ssm", uniform(rng, 20000, 90000), statexfer::DType::uint8, choice<std::int64_t>(rng, {1, 16})});
+    cfg.regions.push_back({"kv_a", choice<std::int64_t>(rng, {4096, 5003, 8192, 12288}), statexfer::DType::uint8,
+                           choice<std::int64_t>(rng, {1, 8, 16})});
+    cfg.pages.push_back("kv_a");
+    if (unit(rng) < 0.6) {
+      cfg.regions.push_back({"draft", 2 * choice<std::int64_t>(rng, {2048, 4100, 6000}), statexfer::DType::uint8,
+                             choice<std::int64_t>(rng, {1, 16})});
+      cfg.trailing_pages.push_back("draft");
+    }
+    cfg.row_pad = choice<std::int64_t>(rng, {0, 8, 24});
+    const Config config{ft::make_case(cfg), C, cfg.page_tokens, cfg.width, cfg.rows, cfg.cache_pages};
+    Case c = config.base;
+    for (int b = 0; b < 12; ++b) {
+      Rng batch_rng(0x1a76e100ULL * 7 + static_cast<std::uint64_t>(ci) * 1009ULL + static_cast<std::uint64_t>(b));
+      randomize_batch(batch_rng, config, c, b);
+      const tools::CaseOutputs expected = statexfer::reference::reference_run(c);
+      const tools::CaseOutputs actual = tools::run_case<TEST_EXECSPACE>(c);
+      const tools::Comparison cmp = tools::compare_outputs(actual, expected);
+      ++batches;
+      if (!cmp.identical()) {
+        ++mismatches;
+        ADD_FAILURE() << "large-row config " << ci << " batch " << b << ": library vs reference: " << ft::describe(cmp);
+      }
+      const std::int32_t count = ft::num_ops(c);
+      for (std::int64_t r = 0; r < count && r < C; ++r)
+        copies += ft::get<std::int32_t>(*expected.errors, r) == 0 &&
+                  ft::get<std::int32_t>(c.arrays.at("operation"), r) == 0;
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GE(copies, 40) << "too few applied copies to exercise the wide paths";
+  std::printf("[differential] %s: %lld large-row batches, %lld mismatches, %lld applied copies\n",
+              TEST_EXECSPACE::name(), static_cast<long long>(batches), static_cast<long long>(mismatches),
+              static_cast<long long>(copies));
+}
+
 }  // namespace
 
 #endif

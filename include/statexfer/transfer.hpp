@@ -94,6 +94,9 @@ class PreparedStateTransfer {
   std::vector<std::string> trailing_regions() const;
   /// Work items of one command row in apply()'s launch (row tiles, page tiles).
   std::int64_t work_items_per_command() const noexcept;
+  /// The launch shapes prepare() chose, for logs and benchmark records, e.g.
+  /// "validate 1x64x16 (teams x threads x lanes), apply 8448x128".
+  std::string launch_summary() const;
 
  private:
   std::unique_ptr<impl::TransferData<ExecutionSpace>> data_;

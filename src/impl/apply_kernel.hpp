@@ -10,12 +10,16 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
+#include "bulk_copy.hpp"
 #include "device_types.hpp"
 #include "wide_copy.hpp"
 
 namespace statexfer::impl {
 
+/// A team per (command row, work item): league = capacity x items per row.
 template <class ExecutionSpace>
 struct ApplyFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
@@ -27,22 +31,8 @@ struct ApplyFunctor {
   Kokkos::View<const RowPlan*, memory_space> plan;
   Kokkos::View<const WorkItem*, memory_space> items;
   Kokkos::View<const BindingEntry*, memory_space> bindings;
-  std::int32_t items_per_row;
-  std::int32_t unroll;     // loads in flight per thread (tuning)
-  std::int32_t streaming;  // evict-first loads and stores on CUDA (tuning)
-
-  template <class Member>
-  KOKKOS_INLINE_FUNCTION void copy_bytes(const Member& team, std::uint8_t* dst, const std::uint8_t* src,
-                                   std::int64_t n) const {
-    if (streaming)
-      team_copy_bytes<4, true>(team, dst, src, n);
-    else if (unroll >= 8)
-      team_copy_bytes<8>(team, dst, src, n);
-    else if (unroll <= 2)
-      team_copy_bytes<2>(team, dst, src, n);
-    else
-      team_copy_bytes<4>(team, dst, src, n);
-  }
+  std::int32_t items_per_row;  // capacity * items_per_row < 2^31: the constructor checks
+  std::int32_t bulk;           // stage copies through team scratch with bulk copies (CUDA, sm_90+)
 
   // Whether page `part` of binding `b` is written in this row's plan.
   KOKKOS_INLINE_FUNCTION static bool page_written(const RowPlan& p, const BindingEntry& b, std::int32_t part) {
@@ -50,22 +40,73 @@ struct ApplyFunctor {
     return (p.flags & (part == 0 ? plan_trailing0 : plan_trailing1)) != 0;
   }
 
+  // Host teams of one thread copy with the C library, which knows the CPU. On
+  // Hopper, one thread of the team moves the 16-byte-aligned body with bulk
+  // copies (`staging`: its team scratch) while the others copy the edge bytes.
+  KOKKOS_INLINE_FUNCTION static void copy_range(const member_type& team, std::uint8_t* staging, std::uint8_t* dst,
+                                                const std::uint8_t* src, std::int64_t n) {
+    if constexpr (std::is_same_v<memory_space, Kokkos::HostSpace>) {
+      if (team.team_size() == 1) {
+        std::memcpy(dst, src, static_cast<std::size_t>(n));
+        return;
+      }
+    }
+#if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
+    const auto d = reinterpret_cast<std::uintptr_t>(dst), s = reinterpret_cast<std::uintptr_t>(src);
+    if (staging != nullptr && n >= bulk_min_bytes && ((d ^ s) & 15) == 0) {
+      const int len = static_cast<int>(n);
+      const int head = static_cast<int>((16 - (d & 15)) & 15);
+      const int body = (len - head) & ~15;
+      const int tail_begin = head + body;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, head + (len - tail_begin)), [&](const int i) {
+        const int b = i < head ? i : tail_begin + (i - head);
+        dst[b] = src[b];
+      });
+      if (team.team_rank() == 0) bulk_copy_thread(dst + head, src + head, body, staging);
+      return;
+    }
+#else
+    (void)staging;
+#endif
+    team_copy_bytes(team, dst, src, static_cast<int>(n));
+  }
+
+  KOKKOS_INLINE_FUNCTION static void zero_range(const member_type& team, std::uint8_t* dst, std::int64_t n) {
+    if constexpr (std::is_same_v<memory_space, Kokkos::HostSpace>) {
+      if (team.team_size() == 1) {
+        std::memset(dst, 0, static_cast<std::size_t>(n));
+        return;
+      }
+    }
+    team_zero_bytes(team, dst, static_cast<int>(n));
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
-    const std::int64_t r = team.league_rank() / items_per_row;
+    std::uint8_t* staging =
+        bulk ? static_cast<std::uint8_t*>(team.team_scratch(0).get_shmem(static_cast<std::ptrdiff_t>(bulk_scratch_bytes)))
+             : nullptr;
+    run_item(team, staging, team.league_rank());
+  }
+
+  // 32-bit indices: a 64-bit division alone costs a GPU thread a long chain.
+  KOKKOS_INLINE_FUNCTION void run_item(const member_type& team, std::uint8_t* staging, std::int32_t w) const {
+    const std::int32_t r = w / items_per_row;
+    // Three independent loads before any branch: one round trip, not three.
     const RowPlan p = plan(r);
-    if (!(p.flags & plan_active) || errors(r) != 0) return;
-    const WorkItem item = items(team.league_rank() % items_per_row);
+    const std::int32_t error = errors(r);
+    const WorkItem item = items(w - r * items_per_row);
+    if (!(p.flags & plan_active) || error != 0) return;
     const bool copy = (p.flags & plan_copy) != 0;
     const bool snapshot = (p.flags & plan_snapshot) != 0;
 
     if (item.kind == work_row) {
       std::uint8_t* dst = &backing(p.dst, 0) + item.offset;
       if (!copy) {
-        team_zero_bytes(team, dst, item.length);
+        zero_range(team, dst, item.length);
         return;
       }
       if (snapshot && item.binding >= 0 && page_written(p, bindings(item.binding), item.part)) return;
-      copy_bytes(team, dst, &backing(p.src, 0) + item.offset, item.length);
+      copy_range(team, staging, dst, &backing(p.src, 0) + item.offset, item.length);
       return;
     }
 
@@ -82,9 +123,9 @@ struct ApplyFunctor {
     std::uint8_t* cache = b.cache + page * b.page_bytes + item.offset;
     const std::int64_t in_row = b.region_offset + item.part * b.page_bytes + item.offset;
     if (snapshot)
-      copy_bytes(team, &backing(p.dst, 0) + in_row, cache, item.length);
+      copy_range(team, staging, &backing(p.dst, 0) + in_row, cache, item.length);
     else
-      copy_bytes(team, cache, &backing(p.src, 0) + in_row, item.length);
+      copy_range(team, staging, cache, &backing(p.src, 0) + in_row, item.length);
   }
 };
 

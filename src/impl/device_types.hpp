@@ -63,6 +63,7 @@ struct TransferShape {
   std::int64_t cache_pages;   // P, the same for every binding
   std::int32_t has_trailing;
   std::int32_t work_items;    // per command row
+  std::int32_t page_shift;    // log2(PT) when PT is a power of two, else -1
 };
 
 }  // namespace statexfer::impl

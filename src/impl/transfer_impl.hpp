@@ -27,12 +27,6 @@
 namespace statexfer {
 namespace impl {
 
-// Tuning overrides read once on the host (experiments on a GPU), else `fallback`.
-inline std::int64_t tune(const char* name, std::int64_t fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::max<std::int64_t>(1, std::atoll(v)) : fallback;
-}
-
 template <class ExecutionSpace>
 struct TransferData {
   using memory_space = typename ExecutionSpace::memory_space;
@@ -51,9 +45,9 @@ struct TransferData {
   Kokkos::View<WorkItem*, memory_space> items;
   Kokkos::View<RowPlan*, memory_space> plan;
   SortedValidation<ExecutionSpace> sorted;  // capacities above max_capacity (the extension)
-  int unroll = static_cast<int>(tune("STATEXFER_TUNE_UNROLL", 4));
-  int streaming = std::getenv("STATEXFER_TUNE_STREAMING") && std::atoi(std::getenv("STATEXFER_TUNE_STREAMING")) == 1;
+  bool bulk = false;              // prepare(): bulk copies in apply() (CUDA devices of compute capability 9+)
   int validate_team_size = 1;  // asked of the policy in prepare()
+  int validate_vector_length = 1;
   int apply_team_size = 1;
   bool prepared = false;
 
@@ -85,8 +79,7 @@ struct TransferData {
     f.items = items;
     f.bindings = bindings;
     f.items_per_row = shape.work_items;
-    f.unroll = unroll;
-    f.streaming = streaming;
+    f.bulk = bulk ? 1 : 0;
     return f;
   }
 };
@@ -286,6 +279,10 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.shape.row_bytes = layout.row_bytes();
   d.shape.consumed_offset = consumed.offset;
   d.shape.page_tokens = config.page_tokens;
+  d.shape.page_shift = -1;
+  if ((config.page_tokens & (config.page_tokens - 1)) == 0)
+    for (std::int32_t b = 0; b < 63; ++b)
+      if ((std::int64_t(1) << b) == config.page_tokens) d.shape.page_shift = b;
   d.shape.width = static_cast<std::int64_t>(tables.extent(1));
   d.shape.cache_pages = cache_pages;
   d.shape.has_trailing = d.trailing_pages.empty() ? 0 : 1;
@@ -309,7 +306,10 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
     excluded_ranges.emplace_back(r.offset, r.offset + r.nbytes);
   }
   const std::vector<impl::WorkItem> work =
-      impl::build_work_map(layout.row_bytes(), excluded_ranges, spans, impl::tune("STATEXFER_TUNE_TILE", impl::tile_bytes));
+      impl::build_work_map(layout.row_bytes(), excluded_ranges, spans);
+  if (static_cast<std::int64_t>(work.size()) * c > std::numeric_limits<std::int32_t>::max())
+    reject("apply() would need " + std::to_string(work.size()) + " work items per command (row_bytes " +
+           std::to_string(layout.row_bytes()) + "), times capacity " + std::to_string(c) + " over 2^31 - 1");
   d.shape.work_items = static_cast<std::int32_t>(work.size());
 
   d.bindings = Kokkos::View<impl::BindingEntry*, memory_space>(
@@ -344,21 +344,37 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
                                 std::to_string(count) + ")");
   // Apply's team: 128 threads on a GPU (measured best on the H200 among 128, 256
   // and 512), never more than the policy allows for this functor.
+#ifdef KOKKOS_ENABLE_CUDA
+  // Bulk copies where the device has them (the kernels hold them for sm_90+ only).
+  if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) {
+    int device = 0, major = 0;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess)
+      d.bulk = major >= 9;
+  }
+#endif
+  // Apply's team: 128 threads on a GPU (measured best on the H200 among 128, 256
+  // and 512), never more than the policy allows for this functor.
   using apply_functor = impl::ApplyFunctor<ExecutionSpace>;
   const typename apply_functor::policy_type probe(exec, 1, 1);
-  d.apply_team_size = std::max(1, std::min(static_cast<int>(impl::tune("STATEXFER_TUNE_TEAM", 128)), probe.team_size_max(d.apply_functor(), Kokkos::ParallelForTag())));
+  d.apply_team_size = std::max(1, std::min(128, probe.team_size_max(d.apply_functor(), Kokkos::ParallelForTag())));
   // Host backends: a team of one. Teams of several OpenMP threads only add rendezvous
-  // (hundreds of µs a step on 2 cores) to work that is one memcpy-like loop per tile.
+  // (hundreds of µs a step on 2 cores) to work that is one memcpy per tile.
   if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.apply_team_size = 1;
-  // Validate's team: a thread per command row (rounded up to whole warps).
   using validate_functor = impl::ValidateFunctor<ExecutionSpace>;
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
     d.validate_team_size = d.sorted.team_size(exec, d.validate_functor());
   } else {
-    const auto vprobe = typename validate_functor::policy_type(exec, 1, 1).set_scratch_size(
-        0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)));
+    // A thread per command row, its conflict checks over the vector lanes: up to
+    // 8 lanes on a GPU (64 rows x 8 lanes: a 512-thread block), one on hosts.
+    int lanes = 1;
+    if (!std::is_same_v<memory_space, Kokkos::HostSpace>)
+      while (lanes < 8 && lanes < d.shape.capacity) lanes *= 2;
+    const auto vprobe = typename validate_functor::policy_type(exec, 1, 1, lanes)
+                            .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)));
     const int vmax = vprobe.team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
-    d.validate_team_size = std::max(1, std::min(vmax, static_cast<int>((d.shape.capacity + 31) / 32 * 32)));
+    d.validate_vector_length = lanes;
+    d.validate_team_size = std::max(1, std::min<int>(vmax, static_cast<int>(d.shape.capacity)));
     if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.validate_team_size = 1;
   }
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
@@ -381,7 +397,7 @@ void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec)
     return d.sorted.launch(exec, d.validate_functor(), d.validate_team_size);
   using functor = impl::ValidateFunctor<ExecutionSpace>;
   auto policy = Kokkos::Experimental::require(
-      typename functor::policy_type(exec, 1, d.validate_team_size)
+      typename functor::policy_type(exec, 1, d.validate_team_size, d.validate_vector_length)
           .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
       Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   Kokkos::parallel_for("statexfer::validate", policy, d.validate_functor());
@@ -392,15 +408,28 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
   const auto& d = *data_;
   if (!d.prepared) throw std::logic_error("statexfer::PreparedStateTransfer::apply: prepare() must complete first");
   using functor = impl::ApplyFunctor<ExecutionSpace>;
-  const auto league = d.shape.capacity * d.shape.work_items;
-  auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, league, d.apply_team_size),
-                                              Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  auto policy = Kokkos::Experimental::require(
+      typename functor::policy_type(exec, d.shape.capacity * d.shape.work_items, d.apply_team_size)
+          .set_scratch_size(0, Kokkos::PerTeam(d.bulk ? impl::bulk_scratch_bytes : 0)),
+      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   Kokkos::parallel_for("statexfer::apply", policy, d.apply_functor());
 }
 
 template <class ExecutionSpace>
 std::int64_t PreparedStateTransfer<ExecutionSpace>::capacity() const noexcept {
   return data_->shape.capacity;
+}
+
+template <class ExecutionSpace>
+std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
+  const auto& d = *data_;
+  if (!d.prepared) return "not prepared";
+  const bool sorted = impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity);
+  return std::string("validate") + (sorted ? " (sorted) 1x" : " 1x") + std::to_string(d.validate_team_size) + "x" +
+         std::to_string(sorted ? 1 : d.validate_vector_length) + ", apply " +
+         std::to_string(d.shape.capacity * d.shape.work_items) + "x" +
+         std::to_string(d.apply_team_size) + " over " + std::to_string(d.shape.capacity * d.shape.work_items) +
+         " work items" + (d.bulk ? " (bulk copies)" : "");
 }
 
 template <class ExecutionSpace>

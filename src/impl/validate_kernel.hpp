@@ -3,6 +3,13 @@
 
 // validate(): one team computes the code of every command row (SPEC §4), main
 // and trailing checks in one launch, and the plan apply() follows.
+//
+// Capacities up to 64 (ValidateFunctor): every row is loaded once into team
+// scratch together with the keys its peers compare against; then each row's
+// comparisons with the other rows are spread over the vector lanes of its
+// thread and reduced. The large-batch extension (validate_sorted_kernel.hpp)
+// finds the same conflicts by sorting. Both decide each row with row_check()
+// and finish_row() below, so the codes cannot drift apart.
 
 #include <Kokkos_Core.hpp>
 
@@ -19,24 +26,206 @@ struct RowRecord {
   std::int64_t src;
   std::int64_t dst;
   std::int64_t end;
-  std::int64_t state;          // state_rows[slot][0] for a valid slot, else 0
+  std::int64_t state;             // state_rows[slot][0] for a valid slot, else 0
   std::int64_t request_consumed;  // request_consumed[slot][0] for a valid slot, else -1
-  std::int64_t pool_consumed;  // consumed_tokens of row src when it is a pool row, else -1
-  std::int64_t table_entry;    // tables[slot][end / PT] when slot, endpoint and page are in range, else -1
-  std::int64_t tpage[2];       // trailing_tables entry of each part when the part is used, else trailing_unused
+  std::int64_t pool_consumed;     // consumed_tokens of row src when it is a pool row, else -1
+  std::int64_t table_entry;       // tables[slot][end / PT] when slot, endpoint and page are in range, else -1
+  std::int64_t tpage[2];          // trailing_tables entry of each part when the part is used, else trailing_unused
+  std::int64_t logical;           // end / PT when end > 0, else -1
+  std::int64_t rem;               // end % PT when end > 0, else 0
   std::int32_t op;
-  std::int32_t valid_slot;     // 0 <= slot < C
+  std::int32_t valid_slot;  // 0 <= slot < C
 };
 
 inline constexpr std::int64_t trailing_unused = INT64_MIN;
 
+/// end / PT and end % PT for end > 0. A 64-bit division is a long dependent
+/// chain on a GPU (the biggest part of validate()'s time when every row did
+/// several): a shift when PT is a power of two (`shift` >= 0), else 32-bit
+/// division when both fit, else 64-bit.
+KOKKOS_INLINE_FUNCTION void divide_tokens(std::int64_t end, std::int64_t pt, std::int32_t shift, std::int64_t& logical,
+                                          std::int64_t& rem) {
+  if (shift >= 0) {
+    logical = end >> shift;
+    rem = end & (pt - 1);
+  } else if (end <= 0xffffffffLL && pt <= 0xffffffffLL) {
+    const auto e = static_cast<std::uint32_t>(end), p = static_cast<std::uint32_t>(pt);
+    logical = e / p;
+    rem = e - static_cast<std::uint32_t>(logical) * p;
+  } else {
+    logical = end / pt;
+    rem = end - logical * pt;
+  }
+}
+
+/// Limits of one validation: the batch's live count and the usable rows and
+/// pages (memory_capacity, never past what the Views hold).
+struct ValidateLimits {
+  std::int64_t count;
+  std::int64_t slots;
+  std::int64_t pages;
+  std::int64_t page_tokens;
+  std::int64_t width;
+  bool bad_count;
+  bool has_trailing;
+};
+
+/// A row's own checks (SPEC §4 codes 1, 2, 3 and 5) and the keys of its own
+/// conflict and page checks, before any other row is looked at.
+struct RowCheck {
+  std::int64_t page;       // main partial page, or -1
+  std::int64_t t_page[2];  // trailing page of each active part (-1: logical page past W)
+  std::int32_t code;       // code so far
+  bool live;
+  bool check;  // live and code 0 so far: conflicts and pages decide
+  bool copying;
+  bool restore;       // a valid restore
+  bool snapshot_row;  // src is the request's live row (trailing peers skip snapshot pairs)
+  bool tail;          // the endpoint ends mid-page
+  bool t_active[2];   // trailing part checked and written
+  bool t_used[2];     // its logical page lies inside the trailing table
+};
+
+KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, const ValidateLimits& lim) {
+  const std::int64_t pt = lim.page_tokens;
+  RowCheck k{};
+  k.live = r < lim.count;
+  const bool valid_row = q.valid_slot && q.state > 0 && q.state < lim.slots;
+  const bool snapshot = valid_row && q.src == q.state && q.dst > 0 && q.dst < lim.slots && q.src != q.dst;
+  k.restore = valid_row && q.dst == q.state && q.src > 0 && q.src < lim.slots && q.src != q.dst;
+  const bool reset = valid_row && q.op == 1 && q.src == -1 && q.dst == q.state;
+  k.copying = q.op == 0;
+  k.snapshot_row = q.src == q.state;
+  const bool valid_slots = (k.copying && (snapshot || k.restore)) || reset;
+  std::int64_t consumed = -1;
+  if (snapshot)
+    consumed = q.request_consumed;
+  else if (k.copying && q.src > 0 && q.src < lim.slots)
+    consumed = q.pool_consumed;
+  const bool valid_endpoint = k.copying ? (q.end > 0 && q.end == consumed && q.end <= lim.width * pt) : q.end == 0;
+  k.tail = k.copying && q.end > 0 && q.rem != 0;
+  k.page = (k.live && k.tail && valid_slots) ? q.table_entry : -1;
+  if (lim.bad_count)
+    k.code = 5;
+  else if (!k.live)
+    k.code = 0;
+  else if (q.op != 0 && q.op != 1)
+    k.code = 1;
+  else if (!valid_slots)
+    k.code = 2;
+  else if (!valid_endpoint)
+    k.code = 3;
+  k.check = !lim.bad_count && k.live && k.code == 0;
+  // Trailing pages: copies only, logical pages end/PT - 1 and end/PT (the
+  // latter when at least two tokens of the last page are filled).
+  for (int part = 0; part < 2; ++part) {
+    k.t_active[part] = lim.has_trailing && k.check && k.copying && q.end > 1 && q.logical - 1 + part >= 0 &&
+                       (part == 0 || q.rem >= 2);
+    k.t_used[part] = q.tpage[part] != trailing_unused;
+    k.t_page[part] = k.t_used[part] ? q.tpage[part] : -1;
+  }
+  return k;
+}
+
+/// o_page of SPEC §4: the partial page another row's conflict check sees, or -1.
+KOKKOS_INLINE_FUNCTION std::int64_t peer_page(const RowRecord& o) {
+  const bool copy = o.op == 0;
+  const bool tail = copy && (o.src == o.state || o.dst == o.state) && o.end > 0 && o.rem != 0;
+  return tail ? o.table_entry : -1;
+}
+
+/// Code and plan of one row from its own checks and the conflicts found with the
+/// other live rows: `conflict` (rows, main partial pages) and `t_conflict` (the
+/// trailing page of each active part).
+KOKKOS_INLINE_FUNCTION void finish_row(const RowRecord& q, const RowCheck& k, bool conflict, const bool t_conflict[2],
+                                       std::int64_t pages, std::int32_t& code_out, RowPlan& plan_out) {
+  std::int32_t code = k.code;
+  if (k.check) {
+    if (conflict)
+      code = 4;
+    else if (k.tail && (k.page < 0 || k.page >= pages))
+      code = 6;
+  }
+  RowPlan p{q.src, q.dst, 0, static_cast<std::int32_t>(k.page), {-1, -1}};
+  if (code == 0 && k.check) {
+    // Part 1 is checked after part 0, so its code wins, as in SPEC §4's order.
+    for (int part = 0; part < 2; ++part) {
+      if (!k.t_active[part]) continue;
+      if (k.t_page[part] < 0 || k.t_page[part] >= pages) code = 6;
+      if (t_conflict[part]) code = 4;
+      p.tpage[part] = static_cast<std::int32_t>(k.t_page[part]);
+      p.flags |= part == 0 ? plan_trailing0 : plan_trailing1;
+    }
+    // A restore writes part 1's cache page after part 0's: the later write wins.
+    if (!k.snapshot_row && k.t_active[0] && k.t_active[1] && k.t_page[0] == k.t_page[1])
+      p.flags |= plan_trailing0_shadowed;
+  }
+  if (code == 0 && k.live) {
+    p.flags |= plan_active;
+    if (k.copying) {
+      p.flags |= plan_copy;
+      if (k.snapshot_row) p.flags |= plan_snapshot;
+      if (k.tail) p.flags |= plan_page;
+    }
+  } else {
+    p.flags = 0;
+  }
+  code_out = code;
+  plan_out = p;
+}
+
+/// What a row offers the conflict checks of the other rows (ValidateFunctor):
+/// keys that a checked row compares with equality only. A checked row has
+/// 0 < dst (and 0 < src for copies) and a page >= 0, so -1 stands for "none".
+struct PeerKeys {
+  std::int64_t dst;
+  std::int64_t src;           // copies: src, else -1
+  std::int64_t page_any;      // o_page
+  std::int64_t page_restore;  // o_page of a copy into its request's live row (a restore), else -1
+  std::int64_t tpage[2];      // trailing entries of a copy with a valid slot, else trailing_unused
+  std::int32_t snapshot_row;  // src == state
+  std::int32_t unused;
+};
+
+KOKKOS_INLINE_FUNCTION PeerKeys peer_keys(const RowRecord& o) {
+  const bool copy = o.op == 0;
+  const std::int64_t page = peer_page(o);
+  const bool trailing = copy && o.valid_slot;
+  return PeerKeys{o.dst,
+                  copy ? o.src : -1,
+                  page,
+                  copy && o.dst == o.state ? page : -1,
+                  {trailing ? o.tpage[0] : trailing_unused, trailing ? o.tpage[1] : trailing_unused},
+                  o.src == o.state,
+                  0};
+}
+
+/// Conflicts of checked row `q` with one other live row, as bits: 1 rows or main
+/// pages, 1 << 10 trailing part 0, 1 << 20 trailing part 1 (so that a sum over at
+/// most 64 peers keeps them apart).
+KOKKOS_INLINE_FUNCTION int pair_conflicts(const RowRecord& q, const RowCheck& k, const PeerKeys& p) {
+  const bool rows = q.dst == p.dst || (k.copying && q.src == p.dst) || q.dst == p.src ||
+                    (k.page >= 0 && k.page == (k.restore ? p.page_any : p.page_restore));
+  int bits = rows ? 1 : 0;
+  if (!(k.snapshot_row && p.snapshot_row)) {
+    for (int part = 0; part < 2; ++part)
+      if (k.t_active[part] && (p.tpage[0] == k.t_page[part] || p.tpage[1] == k.t_page[part]))
+        bits += 1 << (10 + 10 * part);
+  }
+  return bits;
+}
+
 template <class ExecutionSpace>
 struct ValidateFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
+  // 64 rows x 16 lanes: one block of 1024 threads on CUDA, which the bounds
+  // keep within the registers of one SM.
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<1024, 1>>;
   using member_type = typename policy_type::member_type;
-  using record_view =
-      Kokkos::View<RowRecord*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using scratch_space = typename ExecutionSpace::scratch_memory_space;
+  using record_view = Kokkos::View<RowRecord*, scratch_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using peer_view = Kokkos::View<PeerKeys*, scratch_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using found_view = Kokkos::View<int*, scratch_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   Kokkos::View<const std::int64_t*, memory_space> request_slots, source_slots, destination_slots, expected_consumed;
   Kokkos::View<const std::int32_t*, memory_space> operation, num_ops;
@@ -49,7 +238,9 @@ struct ValidateFunctor {
   Kokkos::View<const std::int64_t**, Kokkos::LayoutStride, memory_space> request_consumed;
   TransferShape shape;
 
-  static std::size_t scratch_bytes(std::int64_t capacity) { return record_view::shmem_size(capacity); }
+  static std::size_t scratch_bytes(std::int64_t capacity) {
+    return record_view::shmem_size(capacity) + peer_view::shmem_size(capacity) + found_view::shmem_size(capacity);
+  }
 
   KOKKOS_INLINE_FUNCTION RowRecord load_row(std::int64_t r) const {
     const std::int64_t pt = shape.page_tokens, w = shape.width;
@@ -65,119 +256,75 @@ struct ValidateFunctor {
     q.pool_consumed = (q.src > 0 && q.src < shape.rows)
                           ? *reinterpret_cast<const std::int64_t*>(&backing(q.src, shape.consumed_offset))
                           : -1;
-    const std::int64_t logical = q.end > 0 ? q.end / pt : -1;
-    q.table_entry = (q.valid_slot && logical >= 0 && logical < w) ? std::int64_t(tables(slot, logical)) : -1;
+    q.logical = -1;
+    q.rem = 0;
+    if (q.end > 0) divide_tokens(q.end, pt, shape.page_shift, q.logical, q.rem);
+    q.table_entry = (q.valid_slot && q.logical >= 0 && q.logical < w) ? std::int64_t(tables(slot, q.logical)) : -1;
     for (int part = 0; part < 2; ++part) {
       q.tpage[part] = trailing_unused;
       if (!shape.has_trailing || !q.valid_slot || q.end <= 1) continue;
-      const std::int64_t t_logical = q.end / pt - 1 + part;  // end > 1: cannot overflow
-      if (t_logical < 0 || t_logical >= w || (part == 1 && q.end % pt < 2)) continue;
+      const std::int64_t t_logical = q.logical - 1 + part;
+      if (t_logical < 0 || t_logical >= w || (part == 1 && q.rem < 2)) continue;
       q.tpage[part] = trailing_tables(slot, t_logical);
     }
     return q;
   }
 
-  // The partial page another row's conflict check sees (o_page), or -1.
-  KOKKOS_INLINE_FUNCTION std::int64_t peer_page(const RowRecord& o) const {
-    const bool copy = o.op == 0;
-    const bool tail = copy && (o.src == o.state || o.dst == o.state) && o.end > 0 && o.end % shape.page_tokens != 0;
-    return tail ? o.table_entry : -1;
+  KOKKOS_INLINE_FUNCTION ValidateLimits limits() const {
+    const std::int64_t count = num_ops(0);
+    return ValidateLimits{count,
+                          memory_capacity(0) < shape.rows ? memory_capacity(0) : shape.rows,
+                          memory_capacity(1) < shape.cache_pages ? memory_capacity(1) : shape.cache_pages,
+                          shape.page_tokens,
+                          shape.width,
+                          count < 0 || count > shape.capacity,
+                          shape.has_trailing != 0};
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const std::int64_t c = shape.capacity;
-    const std::int64_t pt = shape.page_tokens;
-    const std::int64_t w = shape.width;
-    const std::int64_t count = num_ops(0);
-    // Usable rows and pages, never past what the Views hold.
-    const std::int64_t slots = memory_capacity(0) < shape.rows ? memory_capacity(0) : shape.rows;
-    const std::int64_t pages = memory_capacity(1) < shape.cache_pages ? memory_capacity(1) : shape.cache_pages;
-    const bool bad_count = count < 0 || count > c;
-    record_view rows(team.team_scratch(0), c);
+    const ValidateLimits lim = limits();
+    record_view records(team.team_scratch(0), c);
+    peer_view peers(team.team_scratch(0), c);
+    found_view found(team.team_scratch(0), c);
 
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const std::int64_t r) { rows(r) = load_row(r); });
+    // Load: a thread or lane per row, so that the per-row work is done once.
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, c), [&](const std::int64_t r) {
+      const RowRecord q = load_row(r);
+      records(r) = q;
+      peers(r) = peer_keys(q);
+    });
     team.team_barrier();
 
+    // Pairs: each row's comparisons with the other live rows over the vector
+    // lanes of its thread (a conflict needs only equal keys).
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const std::int64_t r) {
-      const RowRecord q = rows(r);
-      const bool live = r < count;
-      const bool valid_row = q.valid_slot && q.state > 0 && q.state < slots;
-      const bool snapshot = valid_row && q.src == q.state && q.dst > 0 && q.dst < slots && q.src != q.dst;
-      const bool restore = valid_row && q.dst == q.state && q.src > 0 && q.src < slots && q.src != q.dst;
-      const bool reset = valid_row && q.op == 1 && q.src == -1 && q.dst == q.state;
-      const bool copying = q.op == 0;
-      const bool valid_slots = (copying && (snapshot || restore)) || reset;
-      std::int64_t consumed = -1;
-      if (snapshot)
-        consumed = q.request_consumed;
-      else if (copying && q.src > 0 && q.src < slots)
-        consumed = q.pool_consumed;
-      const bool valid_endpoint = copying ? (q.end > 0 && q.end == consumed && q.end <= w * pt) : q.end == 0;
-      const bool tail = copying && q.end > 0 && q.end % pt != 0;
-      const std::int64_t page = (live && tail && valid_slots) ? q.table_entry : -1;
+      const RowRecord q = records(r);
+      const RowCheck k = row_check(q, r, lim);
+      int bits = 0;
+      if (k.check) {
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(team, lim.count),
+            [&](const std::int64_t o, int& acc) {
+              if (o != r) acc += pair_conflicts(q, k, peers(o));
+            },
+            bits);
+      }
+      Kokkos::single(Kokkos::PerThread(team), [&]() { found(r) = bits; });
+    });
+    team.team_barrier();
 
-      std::int32_t code = 0;
-      if (bad_count) {
-        code = 5;
-      } else if (live) {
-        if (q.op != 0 && q.op != 1) {
-          code = 1;
-        } else if (!valid_slots) {
-          code = 2;
-        } else if (!valid_endpoint) {
-          code = 3;
-        } else {
-          bool conflict = false;
-          for (std::int64_t o = 0; o < count && !conflict; ++o) {
-            if (o == r) continue;
-            const RowRecord& p = rows(o);
-            const bool p_copy = p.op == 0;
-            conflict = q.dst == p.dst || (copying && q.src == p.dst) || (p_copy && q.dst == p.src) ||
-                       (page >= 0 && page == peer_page(p) && (restore || (p_copy && p.dst == p.state)));
-          }
-          if (conflict)
-            code = 4;
-          else if (tail && (page < 0 || page >= pages))
-            code = 6;
-        }
-      }
-
-      RowPlan plan_row{q.src, q.dst, 0, static_cast<std::int32_t>(page), {-1, -1}};
-      // Trailing pages: rows still at 0, copies only; part 1 overrides part 0.
-      if (shape.has_trailing && code == 0 && live && copying) {
-        const bool row_snapshot = q.src == q.state;
-        for (int part = 0; part < 2; ++part) {
-          const std::int64_t t_logical = q.end / pt - 1 + part;  // end > 1: cannot overflow
-          const bool t_tail = q.end > 1 && t_logical >= 0 && (part == 0 || q.end % pt >= 2);
-          if (!t_tail) continue;
-          const std::int64_t t_page = q.tpage[part] != trailing_unused ? q.tpage[part] : -1;
-          bool conflict = false;
-          for (std::int64_t o = 0; o < count && !conflict; ++o) {
-            const RowRecord& p = rows(o);
-            if (o == r || p.op != 0 || !p.valid_slot || (row_snapshot && p.src == p.state)) continue;
-            conflict = p.tpage[0] == t_page || p.tpage[1] == t_page;
-          }
-          if (t_page < 0 || t_page >= pages) code = 6;
-          if (conflict) code = 4;
-          plan_row.tpage[part] = static_cast<std::int32_t>(t_page);
-          plan_row.flags |= part == 0 ? plan_trailing0 : plan_trailing1;
-        }
-        if (!row_snapshot && (plan_row.flags & plan_trailing0) && (plan_row.flags & plan_trailing1) &&
-            plan_row.tpage[0] == plan_row.tpage[1])
-          plan_row.flags |= plan_trailing0_shadowed;
-      }
-      if (code == 0 && live) {
-        plan_row.flags |= plan_active;
-        if (copying) {
-          plan_row.flags |= plan_copy;
-          if (q.src == q.state) plan_row.flags |= plan_snapshot;
-          if (tail) plan_row.flags |= plan_page;
-        }
-      } else {
-        plan_row.flags = 0;
-      }
+    // Decide and write: a thread or lane per row again.
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, c), [&](const std::int64_t r) {
+      const RowRecord q = records(r);
+      const RowCheck k = row_check(q, r, lim);
+      const int bits = found(r);
+      const bool t_conflict[2] = {((bits >> 10) & 1023) != 0, ((bits >> 20) & 1023) != 0};
+      std::int32_t code;
+      RowPlan p;
+      finish_row(q, k, (bits & 1023) != 0, t_conflict, lim.pages, code, p);
       errors(r) = code;
-      plan(r) = plan_row;
+      plan(r) = p;
     });
   }
 };

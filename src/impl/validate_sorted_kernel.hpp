@@ -229,15 +229,6 @@ struct SortedValidateFunctor {
     }
   }
 
-  // o_page of SPEC §4 for a peer row: its partial page when it is a snapshot or
-  // restore (as peers read them) with a tail, its slot valid and page in range.
-  KOKKOS_INLINE_FUNCTION std::int64_t peer_page(const RowRecord& o) const {
-    const bool copy = o.op == 0;
-    const bool tail =
-        copy && (o.src == o.state || o.dst == o.state) && o.end > 0 && o.end % base.shape.page_tokens != 0;
-    return tail ? o.table_entry : -1;
-  }
-
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const TransferShape& shape = base.shape;
     const std::int64_t c = shape.capacity;
@@ -392,91 +383,31 @@ struct SortedValidateFunctor {
     });
     team.team_barrier();
 
-    // 5. Codes and plan, as ValidateFunctor (keep the two in step).
-    const std::int64_t pt = shape.page_tokens;
-    const std::int64_t w = shape.width;
-    const std::int64_t slots_usable = base.memory_capacity(0) < shape.rows ? base.memory_capacity(0) : shape.rows;
-    const std::int64_t pages =
-        base.memory_capacity(1) < shape.cache_pages ? base.memory_capacity(1) : shape.cache_pages;
+    // 5. Codes and plan: the row decision ValidateFunctor makes, from the flags.
+    const ValidateLimits lim = base.limits();
     const std::int64_t unmapped_all = unmapped_trailing >> 32;
     const std::int64_t unmapped_not_snapshot = unmapped_trailing & 0xffffffff;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const std::int64_t r) {
       const RowRecord q = records(r);
-      const bool live = r < count;
-      const bool valid_row = q.valid_slot && q.state > 0 && q.state < slots_usable;
-      const bool snapshot = valid_row && q.src == q.state && q.dst > 0 && q.dst < slots_usable && q.src != q.dst;
-      const bool restore = valid_row && q.dst == q.state && q.src > 0 && q.src < slots_usable && q.src != q.dst;
-      const bool reset = valid_row && q.op == 1 && q.src == -1 && q.dst == q.state;
-      const bool copying = q.op == 0;
-      const bool valid_slots = (copying && (snapshot || restore)) || reset;
-      std::int64_t consumed = -1;
-      if (snapshot)
-        consumed = q.request_consumed;
-      else if (copying && q.src > 0 && q.src < slots_usable)
-        consumed = q.pool_consumed;
-      const bool valid_endpoint = copying ? (q.end > 0 && q.end == consumed && q.end <= w * pt) : q.end == 0;
-      const bool tail = copying && q.end > 0 && q.end % pt != 0;
-      const std::int64_t page = (live && tail && valid_slots) ? q.table_entry : -1;
-
-      std::int32_t code = 0;
-      if (bad_count) {
-        code = 5;
-      } else if (live) {
-        if (q.op != 0 && q.op != 1) {
-          code = 1;
-        } else if (!valid_slots) {
-          code = 2;
-        } else if (!valid_endpoint) {
-          code = 3;
+      const RowCheck k = row_check(q, r, lim);
+      const bool conflict = conflicts(sorted_dst * c + r) || (k.copying && conflicts(sorted_src * c + r)) ||
+                            (k.page >= 0 && conflicts(sorted_page * c + r));
+      bool t_conflict[2] = {false, false};
+      for (int part = 0; part < 2; ++part) {
+        if (!k.t_active[part]) continue;
+        if (k.t_used[part]) {
+          t_conflict[part] = conflicts((sorted_trailing0 + part) * c + r) != 0;
         } else {
-          const bool conflict = conflicts(sorted_dst * c + r) || (copying && conflicts(sorted_src * c + r)) ||
-                                (page >= 0 && conflicts(sorted_page * c + r));
-          if (conflict)
-            code = 4;
-          else if (tail && (page < 0 || page >= pages))
-            code = 6;
+          // t_page -1 (logical page past W): the used parts whose entry is -1.
+          const std::int64_t own = (q.tpage[0] == -1 ? 1 : 0) + (q.tpage[1] == -1 ? 1 : 0);
+          t_conflict[part] = k.snapshot_row ? unmapped_not_snapshot > 0 : unmapped_all - own > 0;
         }
       }
-
-      RowPlan plan_row{q.src, q.dst, 0, static_cast<std::int32_t>(page), {-1, -1}};
-      // Trailing pages: rows still at 0, copies only; part 1 overrides part 0.
-      if (shape.has_trailing && code == 0 && live && copying) {
-        const bool row_snapshot = q.src == q.state;
-        for (int part = 0; part < 2; ++part) {
-          const std::int64_t t_logical = q.end / pt - 1 + part;  // end > 1: cannot overflow
-          const bool t_tail = q.end > 1 && t_logical >= 0 && (part == 0 || q.end % pt >= 2);
-          if (!t_tail) continue;
-          const bool used = q.tpage[part] != trailing_unused;
-          const std::int64_t t_page = used ? q.tpage[part] : -1;
-          bool conflict;
-          if (used) {
-            conflict = conflicts((sorted_trailing0 + part) * c + r) != 0;
-          } else {
-            // t_page -1 (logical page past W): the used parts whose entry is -1.
-            const std::int64_t own = (q.tpage[0] == -1 ? 1 : 0) + (q.tpage[1] == -1 ? 1 : 0);
-            conflict = row_snapshot ? unmapped_not_snapshot > 0 : unmapped_all - own > 0;
-          }
-          if (t_page < 0 || t_page >= pages) code = 6;
-          if (conflict) code = 4;
-          plan_row.tpage[part] = static_cast<std::int32_t>(t_page);
-          plan_row.flags |= part == 0 ? plan_trailing0 : plan_trailing1;
-        }
-        if (!row_snapshot && (plan_row.flags & plan_trailing0) && (plan_row.flags & plan_trailing1) &&
-            plan_row.tpage[0] == plan_row.tpage[1])
-          plan_row.flags |= plan_trailing0_shadowed;
-      }
-      if (code == 0 && live) {
-        plan_row.flags |= plan_active;
-        if (copying) {
-          plan_row.flags |= plan_copy;
-          if (q.src == q.state) plan_row.flags |= plan_snapshot;
-          if (tail) plan_row.flags |= plan_page;
-        }
-      } else {
-        plan_row.flags = 0;
-      }
+      std::int32_t code;
+      RowPlan p;
+      finish_row(q, k, conflict, t_conflict, lim.pages, code, p);
       base.errors(r) = code;
-      base.plan(r) = plan_row;
+      base.plan(r) = p;
     });
   }
 };

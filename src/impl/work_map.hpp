@@ -14,6 +14,7 @@ namespace statexfer::impl {
 /// Bytes one team moves per work item: large enough to amortise the team's
 /// start, small enough that a batch of large rows fills the device.
 inline constexpr std::int64_t tile_bytes = 64 * 1024;
+static_assert(tile_bytes < (std::int64_t(1) << 31), "apply() indexes a tile with 32-bit offsets");
 
 /// A binding's pages inside a row: `parts` consecutive pages of `page_bytes`
 /// from `offset` (1 for page bindings, 2 for trailing bindings).
