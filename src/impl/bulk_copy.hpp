@@ -9,7 +9,7 @@
 // (tools/gpu/bulk_copy_bench.cu, perf_tests/RESULTS.md). Compiled for sm_90 and
 // newer only; elsewhere apply() copies with loads and stores.
 
-#include <Kokkos_Core.hpp>
+// No Kokkos here: tools/gpu/bulk_copy_bench.cu measures the same code outside it.
 
 #include <cstddef>
 #include <cstdint>
@@ -34,31 +34,33 @@ __device__ inline std::uint32_t shared_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
-/// Copy n bytes (n % 16 == 0; dst, src 16-byte aligned) by the calling thread
-/// alone, staging through `scratch` (bulk_scratch_bytes of team scratch).
+/// Stream `chunks` chunks of `Chunk` bytes (the last one `last_bytes`, all
+/// multiples of 16) from src + offset(j) to dst + offset(j), by the calling
+/// thread alone, through `Stages` buffers of `ring` (128-byte aligned shared
+/// memory) whose loads complete on the mbarriers `bar` (one per buffer). A
+/// buffer is reloaded once the store of its previous chunk has read it.
 /// Returns when every byte is written.
-__device__ inline void bulk_copy_thread(std::uint8_t* dst, const std::uint8_t* src, std::int32_t n,
-                                        std::uint8_t* scratch) {
-  auto* base = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(scratch) + 127) & ~std::uintptr_t(127));
-  auto* bar = reinterpret_cast<std::uint64_t*>(base + bulk_stages * bulk_chunk);
-  const std::int32_t chunks = (n + bulk_chunk - 1) / bulk_chunk;
-  for (int s = 0; s < bulk_stages; ++s)
+template <int Stages, int Chunk, class ChunkOffset>
+__device__ inline void bulk_copy_chunks(std::uint8_t* dst, const std::uint8_t* src, std::int64_t chunks,
+                                        std::int32_t last_bytes, ChunkOffset offset, std::uint8_t* ring,
+                                        std::uint64_t* bar) {
+  for (int s = 0; s < Stages; ++s)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar + s)) : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  auto bytes = [&](std::int32_t j) { return n - j * bulk_chunk < bulk_chunk ? n - j * bulk_chunk : bulk_chunk; };
-  auto load = [&](std::int32_t j) {
-    const int s = j % bulk_stages;
+  auto bytes = [&](std::int64_t j) { return j == chunks - 1 ? last_bytes : Chunk; };
+  auto load = [&](std::int64_t j) {
+    const int s = static_cast<int>(j % Stages);
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar + s)), "r"(bytes(j))
                  : "memory");
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     shared_address(base + s * bulk_chunk)),
-                 "l"(src + std::int64_t(j) * bulk_chunk), "r"(bytes(j)), "r"(shared_address(bar + s))
+                     shared_address(ring + s * Chunk)),
+                 "l"(src + offset(j)), "r"(bytes(j)), "r"(shared_address(bar + s))
                  : "memory");
   };
-  for (std::int32_t j = 0; j < chunks && j < bulk_stages; ++j) load(j);
-  for (std::int32_t j = 0; j < chunks; ++j) {
-    const int s = j % bulk_stages;
-    const std::uint32_t parity = static_cast<std::uint32_t>((j / bulk_stages) & 1);
+  for (std::int64_t j = 0; j < chunks && j < Stages; ++j) load(j);
+  for (std::int64_t j = 0; j < chunks; ++j) {
+    const int s = static_cast<int>(j % Stages);
+    const std::uint32_t parity = static_cast<std::uint32_t>((j / Stages) & 1);
     std::uint32_t done = 0;
     while (!done)
       asm volatile(
@@ -66,20 +68,31 @@ __device__ inline void bulk_copy_thread(std::uint8_t* dst, const std::uint8_t* s
           : "=r"(done)
           : "r"(shared_address(bar + s)), "r"(parity)
           : "memory");
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + std::int64_t(j) * bulk_chunk),
-                 "r"(shared_address(base + s * bulk_chunk)), "r"(bytes(j))
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + offset(j)),
+                 "r"(shared_address(ring + s * Chunk)), "r"(bytes(j))
                  : "memory");
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-    // The previous chunk's store has read its buffer once at most this
-    // chunk's group is still reading: refill that buffer.
-    if (j >= 1 && j - 1 + bulk_stages < chunks) {
+    // At most this chunk's group still reading: the previous buffer is free.
+    if (j >= 1 && j - 1 + Stages < chunks) {
       asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-      load(j - 1 + bulk_stages);
+      load(j - 1 + Stages);
     }
   }
   asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-  for (int s = 0; s < bulk_stages; ++s)
+  for (int s = 0; s < Stages; ++s)
     asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(shared_address(bar + s)) : "memory");
+}
+
+/// Copy n bytes (n % 16 == 0; dst, src 16-byte aligned) by the calling thread
+/// alone, staging through `scratch` (bulk_scratch_bytes of team scratch).
+__device__ inline void bulk_copy_thread(std::uint8_t* dst, const std::uint8_t* src, std::int32_t n,
+                                        std::uint8_t* scratch) {
+  if (n <= 0) return;
+  auto* ring = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(scratch) + 127) & ~std::uintptr_t(127));
+  auto* bar = reinterpret_cast<std::uint64_t*>(ring + bulk_stages * bulk_chunk);
+  const std::int32_t chunks = (n + bulk_chunk - 1) / bulk_chunk;
+  bulk_copy_chunks<bulk_stages, bulk_chunk>(
+      dst, src, chunks, n - (chunks - 1) * bulk_chunk, [](std::int64_t j) { return j * bulk_chunk; }, ring, bar);
 }
 
 #endif
