@@ -34,6 +34,7 @@
 
 #include "case_factory.hpp"
 #include "reference/host_reference.hpp"
+#include "reference_check.hpp"
 
 namespace {
 namespace differential {
@@ -285,21 +286,12 @@ TEST(TEST_CATEGORY, differential_random_batches) {
       randomize_batch(rng, cfg, c, b);
       if (ci == 0 && b < 8) ft::set_num_ops(c, static_cast<std::int32_t>(cfg.C));  // C = 64, full count
 
-      const tools::CaseOutputs expected = statexfer::reference::reference_run(c);
-      const tools::CaseOutputs actual = tools::run_case<TEST_EXECSPACE>(c);
-      const tools::Comparison cmp = tools::compare_outputs(actual, expected);
+      const ft::ReferenceCheck check = ft::check_against_reference<TEST_EXECSPACE>(
+          c, "statexfer_differential", "config" + std::to_string(ci) + "_batch" + std::to_string(b), 5, dumped);
+      const tools::CaseOutputs& expected = check.expected;
       ++stats.batches;
-      if (!cmp.identical()) {
+      if (!check.identical) {
         ++stats.mismatches;
-        std::string where;
-        if (dumped < 5) {
-          const auto dir = std::filesystem::path(::testing::TempDir()) / "statexfer_differential" /
-                           TEST_EXECSPACE::name() / ("config" + std::to_string(ci) + "_batch" + std::to_string(b));
-          ft::write_case(c, dir);
-          where = " (saved as " + dir.string() + ")";
-          ++dumped;
-        }
-        ADD_FAILURE() << "config " << ci << " batch " << b << where << ": library vs reference: " << ft::describe(cmp);
         if (stats.mismatches >= 20) break;
         continue;
       }
@@ -358,6 +350,7 @@ TEST(TEST_CATEGORY, differential_large_rows) {
   namespace ft = statexfer::test;
   using namespace differential;
   std::int64_t batches = 0, mismatches = 0, copies = 0;
+  int dumped = 0;
   for (int ci = 0; ci < 8; ++ci) {
     Rng rng(0x1a76e000ULL + static_cast<std::uint64_t>(ci));
     ft::CaseConfig cfg;
@@ -384,14 +377,11 @@ TEST(TEST_CATEGORY, differential_large_rows) {
     for (int b = 0; b < 12; ++b) {
       Rng batch_rng(0x1a76e100ULL * 7 + static_cast<std::uint64_t>(ci) * 1009ULL + static_cast<std::uint64_t>(b));
       randomize_batch(batch_rng, config, c, b);
-      const tools::CaseOutputs expected = statexfer::reference::reference_run(c);
-      const tools::CaseOutputs actual = tools::run_case<TEST_EXECSPACE>(c);
-      const tools::Comparison cmp = tools::compare_outputs(actual, expected);
+      const ft::ReferenceCheck check = ft::check_against_reference<TEST_EXECSPACE>(
+          c, "statexfer_differential", "large_rows" + std::to_string(ci) + "_batch" + std::to_string(b), 5, dumped);
+      const tools::CaseOutputs& expected = check.expected;
       ++batches;
-      if (!cmp.identical()) {
-        ++mismatches;
-        ADD_FAILURE() << "large-row config " << ci << " batch " << b << ": library vs reference: " << ft::describe(cmp);
-      }
+      mismatches += check.identical ? 0 : 1;
       const std::int32_t count = ft::num_ops(c);
       for (std::int64_t r = 0; r < count && r < C; ++r)
         copies += ft::get<std::int32_t>(*expected.errors, r) == 0 &&

@@ -40,6 +40,7 @@
 
 #include "case_factory.hpp"
 #include "reference/host_reference.hpp"
+#include "reference_check.hpp"
 
 namespace {
 namespace large_batch {
@@ -256,29 +257,18 @@ inline std::int64_t fill_batch(Rng& rng, const Shape& s, Case& c, Scenario scena
 
 struct Tally {
   std::array<std::int64_t, 7> codes{};  // over rows of capacities above 64
-  std::int64_t batches = 0, mismatches = 0, dumped = 0;
+  std::int64_t batches = 0, mismatches = 0;
+  int dumped = 0;
 };
 
-// Library vs reference on `c`; saves a mismatching case. Returns the reference's outputs.
+// Library vs reference on `c` (saves a mismatching case). Returns the reference's outputs.
 inline tools::CaseOutputs check(const Case& c, const std::string& what, Tally& tally) {
-  const tools::CaseOutputs expected = statexfer::reference::reference_run(c);
-  const tools::CaseOutputs actual = tools::run_case<TEST_EXECSPACE>(c);
-  const tools::Comparison cmp = tools::compare_outputs(actual, expected);
+  ft::ReferenceCheck r = ft::check_against_reference<TEST_EXECSPACE>(c, "statexfer_large_batch", what, 3, tally.dumped);
   ++tally.batches;
-  if (!cmp.identical()) {
-    ++tally.mismatches;
-    std::string where;
-    if (tally.dumped < 3) {
-      const auto dir = std::filesystem::path(::testing::TempDir()) / "statexfer_large_batch" / TEST_EXECSPACE::name() / what;
-      ft::write_case(c, dir);
-      where = " (saved as " + dir.string() + ")";
-      ++tally.dumped;
-    }
-    ADD_FAILURE() << what << where << ": library vs reference: " << ft::describe(cmp);
-  }
-  if (c.spec.capacity > statexfer::max_capacity && expected.errors)
-    for (std::int64_t r = 0; r < c.spec.capacity; ++r) ++tally.codes[ft::get<std::int32_t>(*expected.errors, r)];
-  return expected;
+  if (!r.identical) ++tally.mismatches;
+  if (c.spec.capacity > statexfer::max_capacity && r.expected.errors)
+    for (std::int64_t row = 0; row < c.spec.capacity; ++row) ++tally.codes[ft::get<std::int32_t>(*r.expected.errors, row)];
+  return std::move(r.expected);
 }
 
 inline std::int64_t count_code(const tools::CaseOutputs& out, std::int64_t C, std::int32_t code, std::int64_t rows) {

@@ -1,0 +1,53 @@
+#ifndef STATEXFER_UNIT_TESTS_REFERENCE_CHECK_HPP
+#define STATEXFER_UNIT_TESTS_REFERENCE_CHECK_HPP
+
+// One case through the library on an execution space and through the plain
+// sequential host reference of SPEC.md, compared byte for byte: the check of the
+// differential, large-row and large-batch tests.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include <statexfer_tools/case.hpp>
+#include <statexfer_tools/run_case.hpp>
+
+#include "case_factory.hpp"
+#include "reference/host_reference.hpp"
+
+namespace statexfer::test {
+
+struct ReferenceCheck {
+  bool identical = false;
+  tools::CaseOutputs expected;  // the reference's outputs
+};
+
+/// Runs `c` on Exec and on the reference. A difference fails the current test
+/// with `what` and every differing value; the first `keep` mismatching cases
+/// (counted in `saved`) are written to TempDir()/`suite`/<backend>/`what`, where
+/// `statexfer-replay` can run them again.
+template <class Exec>
+ReferenceCheck check_against_reference(const tools::Case& c, const std::string& suite, const std::string& what,
+                                       int keep, int& saved) {
+  ReferenceCheck out;
+  out.expected = reference::reference_run(c);
+  const tools::CaseOutputs actual = tools::run_case<Exec>(c);
+  const tools::Comparison cmp = tools::compare_outputs(actual, out.expected);
+  out.identical = cmp.identical();
+  if (!out.identical) {
+    std::string where;
+    if (saved < keep) {
+      const auto dir = std::filesystem::path(::testing::TempDir()) / suite / Exec::name() / what;
+      write_case(c, dir);
+      where = " (saved as " + dir.string() + ")";
+      ++saved;
+    }
+    ADD_FAILURE() << what << where << ": library vs reference: " << describe(cmp);
+  }
+  return out;
+}
+
+}  // namespace statexfer::test
+
+#endif
