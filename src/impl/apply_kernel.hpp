@@ -129,6 +129,34 @@ struct ApplyFunctor {
   }
 };
 
+/// Writes 1 when the device code that runs has bulk copies, else 0.
+template <class MemorySpace>
+struct BulkCopyProbe {
+  Kokkos::View<int, MemorySpace> flag;
+  KOKKOS_INLINE_FUNCTION void operator()(int) const {
+#if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
+    flag() = 1;
+#else
+    flag() = 0;
+#endif
+  }
+};
+
+/// Whether the code that runs on `exec`'s device has bulk copies: an sm_80 build
+/// runs on a Hopper device too, compiled from its PTX and without them. One
+/// small kernel and a fence: for prepare() only.
+template <class ExecutionSpace>
+bool device_has_bulk_copy(const ExecutionSpace& exec) {
+  using memory_space = typename ExecutionSpace::memory_space;
+  Kokkos::View<int, memory_space> flag(Kokkos::view_alloc(exec, "statexfer::bulk_copy_probe"));
+  Kokkos::parallel_for("statexfer::bulk_copy_probe", Kokkos::RangePolicy<ExecutionSpace>(exec, 0, 1),
+                       BulkCopyProbe<memory_space>{flag});
+  int has = 0;
+  Kokkos::deep_copy(exec, Kokkos::View<int, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&has), flag);
+  exec.fence();
+  return has == 1;
+}
+
 }  // namespace statexfer::impl
 
 #endif

@@ -344,15 +344,8 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
                                 std::to_string(count) + ")");
   // Apply's team: 128 threads on a GPU (measured best on the H200 among 128, 256
   // and 512), never more than the policy allows for this functor.
-#ifdef KOKKOS_ENABLE_CUDA
-  // Bulk copies where the device has them (the kernels hold them for sm_90+ only).
-  if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) {
-    int device = 0, major = 0;
-    if (cudaGetDevice(&device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess)
-      d.bulk = major >= 9;
-  }
-#endif
+  // Bulk copies where the code that runs has them (Hopper and newer).
+  if constexpr (!std::is_same_v<memory_space, Kokkos::HostSpace>) d.bulk = impl::device_has_bulk_copy(exec);
   // Apply's team: 128 threads on a GPU (measured best on the H200 among 128, 256
   // and 512), never more than the policy allows for this functor.
   using apply_functor = impl::ApplyFunctor<ExecutionSpace>;
