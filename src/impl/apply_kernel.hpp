@@ -30,7 +30,6 @@ struct ApplyFunctor {
   Kokkos::View<const std::int32_t*, memory_space> errors;
   Kokkos::View<const RowPlan*, memory_space> plan;
   Kokkos::View<const WorkItem*, memory_space> items;
-  Kokkos::View<const BindingEntry*, memory_space> bindings;
   std::int32_t items_per_row;  // capacity * items_per_row < 2^31: the constructor checks
   std::int32_t bulk;           // stage copies through team scratch with bulk copies (CUDA, sm_90+)
 
@@ -105,13 +104,13 @@ struct ApplyFunctor {
         zero_range(team, dst, item.length);
         return;
       }
-      if (snapshot && item.binding >= 0 && page_written(p, bindings(item.binding), item.part)) return;
+      if (snapshot && item.binding >= 0 && page_written(p, item.page, item.part)) return;
       copy_range(team, staging, dst, &backing(p.src, 0) + item.offset, item.length);
       return;
     }
 
     // Page tile.
-    const BindingEntry b = bindings(item.binding);
+    const BindingEntry& b = item.page;
     if (!copy || !page_written(p, b, item.part)) return;
     std::int64_t page;
     if (!b.trailing) {

@@ -23,6 +23,8 @@ enum WorkKind : std::int32_t { work_row = 0, work_page = 1 };
 /// page write that overwrites them in a snapshot (-1: none), so the tile skips
 /// them then and the page tile alone writes them.
 /// Page tiles: bytes [offset, offset + length) of binding `binding`'s page `part`.
+/// `page` is that binding (when `binding` >= 0), held in the item so that a team
+/// reaches its bytes with one round of loads (plan, error, item), not two.
 struct WorkItem {
   std::int64_t offset;
   std::int64_t length;
@@ -30,6 +32,7 @@ struct WorkItem {
   std::int32_t binding;
   std::int32_t part;
   std::int32_t unused;
+  BindingEntry page;
 };
 
 /// What validate() decided for one command row; apply() acts on it when the

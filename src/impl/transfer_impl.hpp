@@ -41,7 +41,6 @@ struct TransferData {
   std::vector<PageBinding<ExecutionSpace>> trailing_pages;
 
   TransferShape shape{};
-  Kokkos::View<BindingEntry*, memory_space> bindings;
   Kokkos::View<WorkItem*, memory_space> items;
   Kokkos::View<RowPlan*, memory_space> plan;
   SortedValidation<ExecutionSpace> sorted;  // capacities above max_capacity (the extension)
@@ -77,7 +76,6 @@ struct TransferData {
     f.errors = commands.errors;
     f.plan = plan;
     f.items = items;
-    f.bindings = bindings;
     f.items_per_row = shape.work_items;
     f.bulk = bulk ? 1 : 0;
     return f;
@@ -305,21 +303,18 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
     const Region& r = layout.region(name);
     excluded_ranges.emplace_back(r.offset, r.offset + r.nbytes);
   }
-  const std::vector<impl::WorkItem> work =
-      impl::build_work_map(layout.row_bytes(), excluded_ranges, spans);
+  std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans);
+  for (impl::WorkItem& item : work)
+    if (item.binding >= 0) item.page = entries[static_cast<std::size_t>(item.binding)];
   if (static_cast<std::int64_t>(work.size()) * c > std::numeric_limits<std::int32_t>::max())
     reject("apply() would need " + std::to_string(work.size()) + " work items per command (row_bytes " +
            std::to_string(layout.row_bytes()) + "), times capacity " + std::to_string(c) + " over 2^31 - 1");
   d.shape.work_items = static_cast<std::int32_t>(work.size());
 
-  d.bindings = Kokkos::View<impl::BindingEntry*, memory_space>(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::bindings"), entries.size());
   d.items = Kokkos::View<impl::WorkItem*, memory_space>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::work_items"), work.size());
   d.plan = Kokkos::View<impl::RowPlan*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::plan"), cu);
   if (impl::SortedValidation<ExecutionSpace>::applies(c)) d.sorted.allocate(d.shape);
-  Kokkos::deep_copy(d.bindings, Kokkos::View<const impl::BindingEntry*, Kokkos::HostSpace,
-                                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>(entries.data(), entries.size()));
   Kokkos::deep_copy(d.items, Kokkos::View<const impl::WorkItem*, Kokkos::HostSpace,
                                           Kokkos::MemoryTraits<Kokkos::Unmanaged>>(work.data(), work.size()));
 }
