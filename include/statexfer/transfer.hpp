@@ -79,7 +79,9 @@ class PreparedStateTransfer {
   PreparedStateTransfer& operator=(const PreparedStateTransfer&) = delete;
 
   /// Host work before capture: requires num_ops == 0 (std::invalid_argument
-  /// otherwise), launches validate and apply once on `exec` and fences it.
+  /// otherwise), chooses the launch shapes (on GPUs also asking a one-thread
+  /// kernel whether the device code has bulk copies), launches validate and
+  /// apply once on `exec` and fences it.
   void prepare(const ExecutionSpace& exec = ExecutionSpace());
   bool prepared() const noexcept;
 
