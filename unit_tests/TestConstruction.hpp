@@ -151,10 +151,10 @@ TEST(TEST_CATEGORY, construction_valid_setup_builds_and_prepares) {
   EXPECT_EQ(t.page_regions(), std::vector<std::string>{"kv"});
   EXPECT_TRUE(t.trailing_regions().empty());
   EXPECT_GT(t.work_items_per_command(), 0);
-  // Every work item of the 4 command rows is in the apply launch's count.
+  // One apply team per work item of the 4 command rows.
   const std::string summary = t.launch_summary();
   EXPECT_EQ(summary.rfind("validate 1x", 0), 0u) << summary;
-  EXPECT_NE(summary.find(" over " + std::to_string(4 * t.work_items_per_command()) + " work items"), std::string::npos)
+  EXPECT_NE(summary.find(", apply " + std::to_string(4 * t.work_items_per_command()) + "x"), std::string::npos)
       << summary;
 
   CtorArgs tr;

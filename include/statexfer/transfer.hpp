@@ -97,7 +97,8 @@ class PreparedStateTransfer {
   /// Work items of one command row in apply()'s launch (row tiles, page tiles).
   std::int64_t work_items_per_command() const noexcept;
   /// The launch shapes prepare() chose, for logs and benchmark records, e.g.
-  /// "validate 1x64x16 (teams x threads x lanes), apply 8448x128".
+  /// "validate 1x64x8 (teams x threads x lanes), apply 8768x128 (teams x threads)",
+  /// with " (bulk copies)" when apply() uses them.
   std::string launch_summary() const;
 
  private:

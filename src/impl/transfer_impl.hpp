@@ -44,7 +44,7 @@ struct TransferData {
   Kokkos::View<WorkItem*, memory_space> items;
   Kokkos::View<RowPlan*, memory_space> plan;
   SortedValidation<ExecutionSpace> sorted;  // capacities above max_capacity (the extension)
-  bool bulk = false;              // prepare(): bulk copies in apply() (CUDA devices of compute capability 9+)
+  bool bulk = false;           // prepare(): the device code has bulk copies (sm_90+ builds on Hopper+)
   int validate_team_size = 1;  // asked of the policy in prepare()
   int validate_vector_length = 1;
   int apply_team_size = 1;
@@ -337,8 +337,6 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   if (count != 0)
     throw std::invalid_argument("statexfer::PreparedStateTransfer::prepare: requires zero live commands (num_ops is " +
                                 std::to_string(count) + ")");
-  // Apply's team: 128 threads on a GPU (measured best on the H200 among 128, 256
-  // and 512), never more than the policy allows for this functor.
   // Bulk copies where the code that runs has them (Hopper and newer).
   if constexpr (!std::is_same_v<memory_space, Kokkos::HostSpace>) d.bulk = impl::device_has_bulk_copy(exec);
   // Apply's team: 128 threads on a GPU (measured best on the H200 among 128, 256
@@ -413,11 +411,11 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   const auto& d = *data_;
   if (!d.prepared) return "not prepared";
   const bool sorted = impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity);
+  // apply: a team per work item of every command row.
   return std::string("validate") + (sorted ? " (sorted) 1x" : " 1x") + std::to_string(d.validate_team_size) + "x" +
          std::to_string(sorted ? 1 : d.validate_vector_length) + ", apply " +
-         std::to_string(d.shape.capacity * d.shape.work_items) + "x" +
-         std::to_string(d.apply_team_size) + " over " + std::to_string(d.shape.capacity * d.shape.work_items) +
-         " work items" + (d.bulk ? " (bulk copies)" : "");
+         std::to_string(d.shape.capacity * d.shape.work_items) + "x" + std::to_string(d.apply_team_size) +
+         (d.bulk ? " (bulk copies)" : "");
 }
 
 template <class ExecutionSpace>
