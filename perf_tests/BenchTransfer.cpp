@@ -1,5 +1,6 @@
-// validate / apply / validate+apply per replay on the default execution space,
-// with a device copy of the same byte count as the bandwidth yardstick.
+// validate / apply / validate+apply (two calls) / validate_and_apply (one call,
+// one kernel on GPUs up to 64 commands) per replay on the default execution
+// space, with a device copy of the same byte count as the bandwidth yardstick.
 //
 // On CUDA every measured step is one CUDA graph, captured once from a
 // Kokkos::Cuda instance on its own stream and replayed: that is how an engine
@@ -18,7 +19,7 @@ namespace {
 
 using namespace statexfer_bench;
 
-enum class Step { validate, apply, validate_apply, memcpy, memcpy_kernel };
+enum class Step { validate, apply, validate_apply, validate_and_apply, memcpy, memcpy_kernel };
 
 struct alignas(16) Word16 {
   std::uint64_t lo, hi;
@@ -45,6 +46,7 @@ void run(benchmark::State& state, const Shape& shape, Step which) {
     case Step::validate: step = [&](const Exec& e) { w.transfer->validate(e); }; break;
     case Step::apply: step = [&](const Exec& e) { w.transfer->apply(e); }; break;
     case Step::validate_apply: step = [&](const Exec& e) { w.transfer->validate(e); w.transfer->apply(e); }; break;
+    case Step::validate_and_apply: step = [&](const Exec& e) { w.transfer->validate_and_apply(e); }; break;
     case Step::memcpy: step = [&](const Exec& e) { Kokkos::deep_copy(e, b, a); }; break;
     case Step::memcpy_kernel: step = [&](const Exec& e) { kernel_copy(e, b, a); }; break;
   }
@@ -69,6 +71,7 @@ void register_shape(const std::string& name, const Shape& s, bool all_steps) {
         ->MinTime(0.05);
   };
   add("validate_apply", Step::validate_apply);
+  add("validate_and_apply", Step::validate_and_apply);
   add("memcpy", Step::memcpy);
   add("memcpy_kernel", Step::memcpy_kernel);
   if (all_steps) {

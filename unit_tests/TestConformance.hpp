@@ -2,8 +2,9 @@
 #define STATEXFER_TEST_CONFORMANCE_HPP
 
 // The conformance cases (shared/conformance/README.md): every case under
-// STATEXFER_CASES_ROOT, run on TEST_EXECSPACE, must be byte-identical to the
-// reference module's answers in expected/ (error codes, pool and every cache).
+// STATEXFER_CASES_ROOT, run on TEST_EXECSPACE through validate() + apply() and
+// through validate_and_apply(), must be byte-identical to the reference
+// module's answers in expected/ (error codes, pool and every cache).
 // The host reference (unit_tests/reference) must match them too, which is what
 // makes it fit to judge the randomized differential tests.
 
@@ -41,11 +42,14 @@ TEST(TEST_CATEGORY, conformance_cases) {
     ASSERT_TRUE(c.expected.errors.has_value() || c.expected.construct_error.has_value())
         << dir << " has no expected answers";
 
-    const tools::CaseOutputs actual = tools::run_case<TEST_EXECSPACE>(c);
-    const tools::Comparison library = tools::compare_outputs(actual, c.expected);
-    if (!library.identical()) ++library_failures;
-    EXPECT_TRUE(library.identical()) << "library on " << dir.filename() << ": "
-                                     << statexfer::test::describe(library);
+    // validate() then apply(), and validate_and_apply() (one launch on GPUs).
+    for (const tools::Steps steps : {tools::Steps::separate, tools::Steps::fused}) {
+      const tools::CaseOutputs actual = tools::run_case<TEST_EXECSPACE>(c, steps);
+      const tools::Comparison library = tools::compare_outputs(actual, c.expected);
+      if (!library.identical()) ++library_failures;
+      EXPECT_TRUE(library.identical()) << "library" << (steps == tools::Steps::fused ? " (validate_and_apply)" : "")
+                                       << " on " << dir.filename() << ": " << statexfer::test::describe(library);
+    }
 
     if (!c.expected.construct_error) {
       const tools::CaseOutputs reference = statexfer::reference::reference_run(c);

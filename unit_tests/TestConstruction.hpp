@@ -753,7 +753,8 @@ TEST(TEST_CATEGORY, construction_validate_and_apply_before_prepare) {
   const Image before = image_of(s);
   EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.validate(Exec()); }, {"validate", "prepare"}));
   EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.apply(Exec()); }, {"apply", "prepare"}));
-  EXPECT_TRUE(image_of(s) == before) << "validate()/apply() before prepare() wrote memory";
+  EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.validate_and_apply(Exec()); }, {"validate_and_apply", "prepare"}));
+  EXPECT_TRUE(image_of(s) == before) << "validate()/apply()/validate_and_apply() before prepare() wrote memory";
   // A moved-from-and-back transfer keeps its state.
   statexfer::PreparedStateTransfer<Exec> moved(std::move(t));
   moved.prepare(Exec());

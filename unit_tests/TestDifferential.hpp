@@ -3,8 +3,9 @@
 
 // Randomized differential test: thousands of random batches (fixed seeds,
 // std::mt19937_64), each run through the library on TEST_EXECSPACE
-// (tools::run_case) and through the host reference (reference_run); error codes,
-// pool and every cache must agree byte for byte.
+// (tools::run_case; odd batches through validate_and_apply(), the others through
+// validate() and apply()) and through the host reference (reference_run); error
+// codes, pool and every cache must agree byte for byte.
 //
 // Configurations follow shared/conformance/reference/cases.py (capacities 1..64,
 // page tokens 1..16, W 1..8, odd region sizes and alignments, 1-3 page bindings
@@ -286,8 +287,11 @@ TEST(TEST_CATEGORY, differential_random_batches) {
       randomize_batch(rng, cfg, c, b);
       if (ci == 0 && b < 8) ft::set_num_ops(c, static_cast<std::int32_t>(cfg.C));  // C = 64, full count
 
+      // Odd batches through validate_and_apply() (one launch on GPUs).
+      const auto steps = b % 2 ? tools::Steps::fused : tools::Steps::separate;
       const ft::ReferenceCheck check = ft::check_against_reference<TEST_EXECSPACE>(
-          c, "statexfer_differential", "config" + std::to_string(ci) + "_batch" + std::to_string(b), 5, dumped);
+          c, "statexfer_differential",
+          "config" + std::to_string(ci) + "_batch" + std::to_string(b) + (b % 2 ? "_fused" : ""), 5, dumped, steps);
       const tools::CaseOutputs& expected = check.expected;
       ++stats.batches;
       if (!check.identical) {
@@ -377,8 +381,10 @@ TEST(TEST_CATEGORY, differential_large_rows) {
     for (int b = 0; b < 12; ++b) {
       Rng batch_rng(0x1a76e100ULL * 7 + static_cast<std::uint64_t>(ci) * 1009ULL + static_cast<std::uint64_t>(b));
       randomize_batch(batch_rng, config, c, b);
+      const auto steps = b % 2 ? tools::Steps::fused : tools::Steps::separate;
       const ft::ReferenceCheck check = ft::check_against_reference<TEST_EXECSPACE>(
-          c, "statexfer_differential", "large_rows" + std::to_string(ci) + "_batch" + std::to_string(b), 5, dumped);
+          c, "statexfer_differential",
+          "large_rows" + std::to_string(ci) + "_batch" + std::to_string(b) + (b % 2 ? "_fused" : ""), 5, dumped, steps);
       const tools::CaseOutputs& expected = check.expected;
       ++batches;
       mismatches += check.identical ? 0 : 1;

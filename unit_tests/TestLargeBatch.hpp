@@ -32,6 +32,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <statexfer/statexfer.hpp>
@@ -492,9 +493,10 @@ TEST(TEST_CATEGORY, large_batch_reused_transfer) {
   }
 }
 
-// validate() at capacity 4096 is one launch that neither allocates nor fences
-// (it is captured in CUDA graphs), and so is apply().
-TEST(TEST_CATEGORY, large_batch_validate_is_one_launch_without_allocation) {
+// validate() at capacity 4096 is three launches (keys, sort and look up,
+// decide) that neither allocate nor fence (they are captured in CUDA graphs);
+// apply() is one.
+TEST(TEST_CATEGORY, large_batch_validate_is_three_launches_without_allocation) {
   using namespace large_batch;
   namespace kt = Kokkos::Tools::Experimental;
   Rng rng(0x0e1a0ULL);
@@ -516,15 +518,51 @@ TEST(TEST_CATEGORY, large_batch_validate_is_one_launch_without_allocation) {
   kt::set_callbacks(saved);
   exec.fence();
 #if KOKKOS_VERSION < 40000
-  EXPECT_EQ(validate_launches, 1);
-  EXPECT_EQ(ToolCounts::parallel_for, 2);
+  EXPECT_EQ(validate_launches, 3);
+  EXPECT_EQ(ToolCounts::parallel_for, 4);
 #else
-  EXPECT_LE(validate_launches, 1);
-  EXPECT_LE(ToolCounts::parallel_for, 2);
+  EXPECT_LE(validate_launches, 3);
+  EXPECT_LE(ToolCounts::parallel_for, 4);
 #endif
   EXPECT_EQ(ToolCounts::allocations, 0);
   EXPECT_EQ(ToolCounts::fences, 0);
   EXPECT_EQ(ToolCounts::deep_copies, 0);
+}
+
+// validate_and_apply() neither allocates nor fences either: one launch on GPUs up
+// to 64 commands, else validate()'s launches and apply()'s.
+TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) {
+  using namespace large_batch;
+  namespace kt = Kokkos::Tools::Experimental;
+  for (const std::int64_t C : {64, 4096}) {
+    SCOPED_TRACE("capacity " + std::to_string(C));
+    Rng rng(0x0e1a1ULL + static_cast<std::uint64_t>(C));
+    Shape shape{};
+    Case c = make_config(rng, C, /*trailing=*/true, 1, &shape);
+    fill_batch(rng, shape, c, Scenario::mixed);
+    Bound bound(c);
+    bound.run(c);
+    const auto saved = kt::get_callbacks();
+    ToolCounts::reset();
+    kt::set_begin_parallel_for_callback(&ToolCounts::on_for);
+    kt::set_allocate_data_callback(&ToolCounts::on_allocate);
+    kt::set_begin_fence_callback(&ToolCounts::on_fence);
+    kt::set_begin_deep_copy_callback(&ToolCounts::on_deep_copy);
+    TEST_EXECSPACE exec;
+    bound.transfer->validate_and_apply(exec);
+    kt::set_callbacks(saved);
+    exec.fence();
+    const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
+    const int launches = device && C <= 64 ? 1 : C <= 64 ? 2 : 4;
+#if KOKKOS_VERSION < 40000
+    EXPECT_EQ(ToolCounts::parallel_for, launches);
+#else
+    EXPECT_LE(ToolCounts::parallel_for, launches);
+#endif
+    EXPECT_EQ(ToolCounts::allocations, 0);
+    EXPECT_EQ(ToolCounts::fences, 0);
+    EXPECT_EQ(ToolCounts::deep_copies, 0);
+  }
 }
 
 }  // namespace

@@ -23,16 +23,16 @@ struct ReferenceCheck {
   tools::CaseOutputs expected;  // the reference's outputs
 };
 
-/// Runs `c` on Exec and on the reference. A difference fails the current test
+/// Runs `c` on Exec (through `steps`) and on the reference. A difference fails the current test
 /// with `what` and every differing value; the first `keep` mismatching cases
 /// (counted in `saved`) are written to TempDir()/`suite`/<backend>/`what`, where
 /// `statexfer-replay` can run them again.
 template <class Exec>
 ReferenceCheck check_against_reference(const tools::Case& c, const std::string& suite, const std::string& what,
-                                       int keep, int& saved) {
+                                       int keep, int& saved, tools::Steps steps = tools::Steps::separate) {
   ReferenceCheck out;
   out.expected = reference::reference_run(c);
-  const tools::CaseOutputs actual = tools::run_case<Exec>(c);
+  const tools::CaseOutputs actual = tools::run_case<Exec>(c, steps);
   const tools::Comparison cmp = tools::compare_outputs(actual, out.expected);
   out.identical = cmp.identical();
   if (!out.identical) {

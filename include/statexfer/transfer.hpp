@@ -80,15 +80,22 @@ class PreparedStateTransfer {
 
   /// Host work before capture: requires num_ops == 0 (std::invalid_argument
   /// otherwise), chooses the launch shapes (on GPUs also asking a one-thread
-  /// kernel whether the device code has bulk copies), launches validate and
-  /// apply once on `exec` and fences it.
+  /// kernel whether the device code has bulk copies), launches validate, apply
+  /// and validate_and_apply once on `exec` and fences it.
   void prepare(const ExecutionSpace& exec = ExecutionSpace());
   bool prepared() const noexcept;
 
-  /// Enqueue validation: writes `errors` (and the plan apply() reads). One kernel.
+  /// Enqueue validation: writes `errors` (and the plan apply() reads). One
+  /// kernel; three for capacities above 64 (keys, sort, decide).
   void validate(const ExecutionSpace& exec = ExecutionSpace()) const;
   /// Enqueue the writes of every live command whose error is 0. One kernel.
   void apply(const ExecutionSpace& exec = ExecutionSpace()) const;
+  /// validate() then apply() for a single rank, with the same `errors`, plan,
+  /// pool and cache bytes. On GPUs up to 64 commands it is one kernel (each
+  /// team of apply decides its own row), which saves a dependent launch: most
+  /// of the time of a small batch. Elsewhere it enqueues the two. Tensor-
+  /// parallel ranks, which combine errors in between, call them separately.
+  void validate_and_apply(const ExecutionSpace& exec = ExecutionSpace()) const;
 
   std::int64_t capacity() const noexcept;
   /// Names of the page and trailing bindings left after exclusions, in binding order.
@@ -98,7 +105,8 @@ class PreparedStateTransfer {
   std::int64_t work_items_per_command() const noexcept;
   /// The launch shapes prepare() chose, for logs and benchmark records, e.g.
   /// "validate 1x64x8 (teams x threads x lanes), apply 8768x128 (teams x threads)",
-  /// with " (bulk copies)" when apply() uses them.
+  /// with " (bulk copies)" when apply() uses them and ", validate_and_apply
+  /// 8768x128" when that is one launch.
   std::string launch_summary() const;
 
  private:

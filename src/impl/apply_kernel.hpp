@@ -94,6 +94,12 @@ struct ApplyFunctor {
     const RowPlan p = plan(r);
     const std::int32_t error = errors(r);
     const WorkItem item = items(w - r * items_per_row);
+    run_plan(team, staging, p, error, item);
+  }
+
+  /// Work item `item` of a row whose plan is `p` and error `error`.
+  KOKKOS_INLINE_FUNCTION void run_plan(const member_type& team, std::uint8_t* staging, const RowPlan& p,
+                                       std::int32_t error, const WorkItem& item) const {
     if (!(p.flags & plan_active) || error != 0) return;
     const bool copy = (p.flags & plan_copy) != 0;
     const bool snapshot = (p.flags & plan_snapshot) != 0;

@@ -20,6 +20,7 @@
 
 #include "apply_kernel.hpp"
 #include "device_types.hpp"
+#include "fused_kernel.hpp"
 #include "validate_kernel.hpp"
 #include "validate_sorted_kernel.hpp"
 #include "work_map.hpp"
@@ -48,6 +49,7 @@ struct TransferData {
   int validate_team_size = 1;  // asked of the policy in prepare()
   int validate_vector_length = 1;
   int apply_team_size = 1;
+  int fused_team_size = 0;  // validate_and_apply() in one launch (GPUs, C <= 64), else 0
   bool prepared = false;
 
   ValidateFunctor<ExecutionSpace> validate_functor() const {
@@ -69,6 +71,8 @@ struct TransferData {
     f.shape = shape;
     return f;
   }
+
+  FusedFunctor<ExecutionSpace> fused_functor() const { return FusedFunctor<ExecutionSpace>{validate_functor(), apply_functor()}; }
 
   ApplyFunctor<ExecutionSpace> apply_functor() const {
     ApplyFunctor<ExecutionSpace> f;
@@ -363,10 +367,22 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
     d.validate_team_size = std::max(1, std::min<int>(vmax, static_cast<int>(d.shape.capacity)));
     if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.validate_team_size = 1;
   }
+  // validate_and_apply() in one launch on GPUs up to 64 commands; on hosts each
+  // team would repeat the loads of every row on the CPU, so it is two launches there.
+  d.fused_team_size = 0;
+  if (!std::is_same_v<memory_space, Kokkos::HostSpace> && !impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
+    using fused_functor = impl::FusedFunctor<ExecutionSpace>;
+    const auto fprobe = typename fused_functor::policy_type(exec, 1, 1).set_scratch_size(
+        0, Kokkos::PerTeam(fused_functor::scratch_bytes(d.shape.capacity, d.bulk)));
+    const int fmax = fprobe.team_size_max(d.fused_functor(), Kokkos::ParallelForTag());
+    // A thread per command row in the load phase.
+    if (fmax >= d.shape.capacity) d.fused_team_size = std::max<int>(static_cast<int>(d.shape.capacity), std::min(fmax, d.apply_team_size));
+  }
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
   d.prepared = true;
   validate(exec);
   apply(exec);
+  validate_and_apply(exec);
   exec.fence();
 }
 
@@ -402,6 +418,24 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
 }
 
 template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSpace& exec) const {
+  const auto& d = *data_;
+  if (!d.prepared)
+    throw std::logic_error("statexfer::PreparedStateTransfer::validate_and_apply: prepare() must complete first");
+  if (d.fused_team_size == 0) {
+    validate(exec);
+    apply(exec);
+    return;
+  }
+  using functor = impl::FusedFunctor<ExecutionSpace>;
+  auto policy = Kokkos::Experimental::require(
+      typename functor::policy_type(exec, d.shape.capacity * d.shape.work_items, d.fused_team_size)
+          .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity, d.bulk))),
+      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  Kokkos::parallel_for("statexfer::validate_and_apply", policy, d.fused_functor());
+}
+
+template <class ExecutionSpace>
 std::int64_t PreparedStateTransfer<ExecutionSpace>::capacity() const noexcept {
   return data_->shape.capacity;
 }
@@ -411,11 +445,17 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   const auto& d = *data_;
   if (!d.prepared) return "not prepared";
   const bool sorted = impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity);
-  // apply: a team per work item of every command row.
-  return std::string("validate") + (sorted ? " (sorted) 1x" : " 1x") + std::to_string(d.validate_team_size) + "x" +
-         std::to_string(sorted ? 1 : d.validate_vector_length) + ", apply " +
-         std::to_string(d.shape.capacity * d.shape.work_items) + "x" + std::to_string(d.apply_team_size) +
-         (d.bulk ? " (bulk copies)" : "");
+  // validate: one team (C <= 64), or (the extension) keys, a sort team per
+  // chunk of each key array, decide; apply: a team per work item of every row.
+  const std::string validate =
+      sorted ? "validate (sorted) " + std::to_string(d.sorted.teams()) + "x" + std::to_string(d.validate_team_size) +
+                   " sort teams, 2x" + std::to_string(d.shape.capacity) + " rows"
+             : "validate 1x" + std::to_string(d.validate_team_size) + "x" + std::to_string(d.validate_vector_length);
+  return validate + ", apply " + std::to_string(d.shape.capacity * d.shape.work_items) + "x" +
+         std::to_string(d.apply_team_size) + (d.bulk ? " (bulk copies)" : "") +
+         (d.fused_team_size > 0 ? ", validate_and_apply " + std::to_string(d.shape.capacity * d.shape.work_items) + "x" +
+                                      std::to_string(d.fused_team_size)
+                                : "");
 }
 
 template <class ExecutionSpace>

@@ -3,6 +3,7 @@
 //
 //   statexfer-replay CASE --out DIR         write errors.npy, backing.npy, cache_<name>.npy (or error.json)
 //   statexfer-replay --check CASE_OR_FOLDER compare with CASE/expected
+//   --fused                                 validate_and_apply() instead of validate() then apply()
 //
 // Exit status: 0 identical (or written), 1 some case differs, 2 bad input or usage.
 
@@ -28,7 +29,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* prog = "statexfer-replay: ";
 
-using Runner = CaseOutputs (*)(const Case&);
+using Runner = CaseOutputs (*)(const Case&, Steps);
 
 struct Backend {
   const char* name;
@@ -68,6 +69,7 @@ struct Options {
   bool check = false;
   std::string backend = "default";
   bool quiet = false;
+  bool fused = false;
 };
 
 // A difference with the row and byte of a pool or cache element, which is what
@@ -110,7 +112,7 @@ int replay(const Options& opt, Runner run, const std::string& backend_name) {
         throw CaseError(dir.string() + ": no expected/ answers to check against");
       CaseOutputs outputs;
       try {
-        outputs = run(c);
+        outputs = run(c, opt.fused ? Steps::fused : Steps::separate);
       } catch (const CaseError&) {
         throw;
       } catch (const std::exception& e) {
@@ -171,6 +173,7 @@ int main_impl(int argc, char* argv[]) {
   app.add_option("--backend", opt.backend, "serial, openmp, cuda or default (Kokkos' default execution space)")
       ->capture_default_str();
   app.add_flag("--quiet,-q", opt.quiet, "Print only failures");
+  app.add_flag("--fused", opt.fused, "Run each batch with validate_and_apply() instead of validate() then apply()");
   app.footer("Exit status: 0 identical (or written), 1 a case differs, 2 bad input or usage.\n"
              "Options starting with --kokkos- are passed to Kokkos::initialize.");
   try {

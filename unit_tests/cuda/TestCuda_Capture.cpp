@@ -1,5 +1,5 @@
-// CUDA graphs: validate() + apply() captured once from a Kokkos::Cuda instance on
-// the caller's stream (cudaStreamCaptureModeGlobal, which fails on any
+// CUDA graphs: validate() + apply() (two kernels) and validate_and_apply() (one)
+// captured once from a Kokkos::Cuda instance on the caller's stream (cudaStreamCaptureModeGlobal, which fails on any
 // synchronisation or allocation), then replayed with new commands uploaded by
 // asynchronous copies on the same stream; every replay is held against the host
 // reference.
@@ -127,7 +127,9 @@ struct DeviceCase {
   }
 };
 
-TEST(TEST_CATEGORY, graph_capture_replays_match_reference) {
+// Captures validate() + apply(), or validate_and_apply() when `fused`, and
+// replays it 120 times with new commands.
+void capture_and_replay(bool fused) {
   tools::Case c = pick_case();
   ASSERT_GT(c.spec.capacity, 0) << "no conformance case with trailing bindings";
   DeviceCase dev(c);
@@ -142,14 +144,21 @@ TEST(TEST_CATEGORY, graph_capture_replays_match_reference) {
     // or apply() would end the capture with an error.
     cudaGraph_t graph;
     STATEXFER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    dev.transfer->validate(exec);
-    dev.transfer->apply(exec);
+    if (fused) {
+      dev.transfer->validate_and_apply(exec);
+    } else {
+      dev.transfer->validate(exec);
+      dev.transfer->apply(exec);
+    }
     STATEXFER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
     std::size_t nodes = 0;
     STATEXFER_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
     std::vector<cudaGraphNode_t> list(nodes);
     STATEXFER_CUDA_CHECK(cudaGraphGetNodes(graph, list.data(), &nodes));
-    EXPECT_EQ(nodes, 2u) << "validate and apply are one kernel each";
+    if (fused)
+      EXPECT_EQ(nodes, 1u) << "validate_and_apply is one kernel up to 64 commands";
+    else
+      EXPECT_EQ(nodes, 2u) << "validate and apply are one kernel each";
     for (auto n : list) {
       cudaGraphNodeType type;
       STATEXFER_CUDA_CHECK(cudaGraphNodeGetType(n, &type));
@@ -192,7 +201,8 @@ TEST(TEST_CATEGORY, graph_capture_replays_match_reference) {
     }
     EXPECT_GT(applied, replays) << "too few commands applied to exercise the copies";
     EXPECT_GT(refused, 0);
-    std::printf("graph replays: %d, commands applied %lld, refused %lld (case %s, C=%lld)\n", replays,
+    std::printf("graph replays%s: %d, commands applied %lld, refused %lld (case %s, C=%lld)\n",
+                fused ? " (validate_and_apply)" : "", replays,
                 static_cast<long long>(applied), static_cast<long long>(refused), c.dir.filename().c_str(),
                 static_cast<long long>(c.spec.capacity));
     STATEXFER_CUDA_CHECK(cudaGraphExecDestroy(instance));
@@ -201,12 +211,17 @@ TEST(TEST_CATEGORY, graph_capture_replays_match_reference) {
   STATEXFER_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+TEST(TEST_CATEGORY, graph_capture_replays_match_reference) { capture_and_replay(false); }
+
+TEST(TEST_CATEGORY, graph_capture_validate_and_apply_replays_match_reference) { capture_and_replay(true); }
+
 TEST(TEST_CATEGORY, validate_before_prepare_is_refused_outside_capture) {
   tools::Case c = pick_case();
   ASSERT_GT(c.spec.capacity, 0);
   DeviceCase dev(c);
   EXPECT_THROW(dev.transfer->validate(), std::logic_error);
   EXPECT_THROW(dev.transfer->apply(), std::logic_error);
+  EXPECT_THROW(dev.transfer->validate_and_apply(), std::logic_error);
 }
 
 }  // namespace

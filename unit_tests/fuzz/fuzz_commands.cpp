@@ -1,9 +1,10 @@
 // libFuzzer target: arbitrary device-side inputs on a few fixed, valid
 // configurations (page bindings, trailing bindings, excluded regions, capacities
-// 1 to 64), run through the library on Kokkos::Serial (tools::run_case) and
-// through the sequential host reference of SPEC.md (reference_run). Error codes,
-// the pool and every cache must agree byte for byte; any difference aborts, and
-// ASan, UBSan and the Kokkos bounds checks catch any access outside the Views.
+// 1 to 64, and 128 for the sorted validation), run through the library on
+// Kokkos::Serial (tools::run_case) and through the sequential host reference of
+// SPEC.md (reference_run). Error codes, the pool and every cache must agree byte
+// for byte; any difference aborts, and ASan, UBSan and the Kokkos bounds checks
+// catch any access outside the Views.
 //
 // The input drives, through FuzzedDataProvider: the configuration; edits of the
 // memory capacity, state rows, page tables, trailing tables, request consumed
@@ -101,6 +102,15 @@ std::vector<Fixed> make_configurations() {
     cfg.regions = {{"consumed_tokens", 8, DType::int64, 8}, {"kv", 3}};
     cfg.pages = {"kv"};
     cfg.salt = 11;
+    out.push_back(make_fixed(cfg));
+  }
+  {  // capacity 128: the sorted validation of the extension; few rows and pages, so keys collide
+    ft::CaseConfig cfg;
+    cfg.capacity = 128, cfg.page_tokens = 4, cfg.width = 3, cfg.cache_pages = 9, cfg.rows = 136;
+    cfg.regions = {{"consumed_tokens", 8, DType::int64, 8}, {"kv", 6}, {"draft", 4}};
+    cfg.pages = {"kv"};
+    cfg.trailing_pages = {"draft"};
+    cfg.salt = 13;
     out.push_back(make_fixed(cfg));
   }
   return out;

@@ -2,7 +2,8 @@
 #define STATEXFER_TOOLS_RUN_CASE_HPP
 
 // Run a case on a Kokkos backend: build the pool, commands and transfer from the
-// case's arrays, prepare(), load the commands, validate(), apply(), read back.
+// case's arrays, prepare(), load the commands, validate() and apply() (or
+// validate_and_apply()), read back.
 
 #include <statexfer/statexfer.hpp>
 
@@ -10,10 +11,13 @@
 
 namespace statexfer::tools {
 
+/// How run_case enqueues the batch: validate() then apply(), or validate_and_apply().
+enum class Steps { separate, fused };
+
 /// Runs `c` on `ExecutionSpace`. A construction error (std::invalid_argument from
 /// the library) is returned in outputs.construct_error, not thrown.
 template <class ExecutionSpace>
-CaseOutputs run_case(const Case& c);
+CaseOutputs run_case(const Case& c, Steps steps = Steps::separate);
 
 }  // namespace statexfer::tools
 

@@ -99,7 +99,7 @@ NpyArray download(const View& v, DType dtype) {
 }  // namespace run_case_detail
 
 template <class ExecutionSpace>
-CaseOutputs run_case(const Case& c) {
+CaseOutputs run_case(const Case& c, Steps steps) {
   namespace d = run_case_detail;
   using memory_space = typename ExecutionSpace::memory_space;
   const CaseSpec& s = c.spec;
@@ -152,8 +152,12 @@ CaseOutputs run_case(const Case& c) {
   d::load_command(c, "num_ops", DType::int32, commands.num_ops);
   Kokkos::fence();
 
-  transfer->validate(exec);
-  transfer->apply(exec);
+  if (steps == Steps::fused) {
+    transfer->validate_and_apply(exec);
+  } else {
+    transfer->validate(exec);
+    transfer->apply(exec);
+  }
   exec.fence();
 
   out.errors = d::download(commands.errors, DType::int32);
