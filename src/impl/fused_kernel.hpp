@@ -3,9 +3,9 @@
 
 // validate_and_apply() on GPUs, capacities up to 64: validate() and apply() in
 // one launch over apply's league (command row x work item). Each team decides
-// its own row: every command row's keys go into team scratch (a thread per row,
-// ValidateFunctor::load_row), the row's pair checks are reduced over the team
-// (pair_conflicts), and row_check()/finish_row() give the code and plan that
+// its own row: every thread loads the team's row (ValidateFunctor::load_row), a
+// thread per other row checks that pair (pair_conflicts) into team scratch, and
+// after one barrier row_check()/finish_row() give the code and plan that
 // ValidateFunctor would. The team of the row's first work item writes them to
 // `errors` and the plan; every team then does its work item as apply() would.
 // Teams never wait for one another, so one launch replaces two dependent ones,
@@ -33,11 +33,12 @@ struct FusedFunctor {
   validate_type validate;
   ApplyFunctor<ExecutionSpace> apply;
 
-  /// Team scratch: apply's bulk-copy ring (first, for its alignment), every
-  /// row's keys and the team's own row.
+  using bits_view = Kokkos::View<int*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  /// Team scratch: apply's bulk-copy ring (first, for its alignment) and the
+  /// conflict bits of each row with the team's row.
   static std::size_t scratch_bytes(std::int64_t capacity, bool bulk) {
-    return (bulk ? bulk_scratch_bytes : 0) + validate_type::peer_view::shmem_size(capacity) +
-           validate_type::record_view::shmem_size(1);
+    return (bulk ? bulk_scratch_bytes : 0) + bits_view::shmem_size(capacity);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
@@ -45,32 +46,22 @@ struct FusedFunctor {
                                              static_cast<std::ptrdiff_t>(bulk_scratch_bytes)))
                                        : nullptr;
     const std::int64_t c = validate.shape.capacity;
-    typename validate_type::peer_view peers(team.team_scratch(0), c);
-    typename validate_type::record_view own(team.team_scratch(0), 1);
+    bits_view found(team.team_scratch(0), c);
     const std::int32_t w = team.league_rank();
     const std::int32_t r = w / apply.items_per_row;
     const std::int32_t item_index = w - r * apply.items_per_row;
+    // One round of independent loads: the work item, the limits, the team's row
+    // (every thread, the same addresses) and a thread's other row.
     const WorkItem item = apply.items(item_index);
     const ValidateLimits lim = validate.limits();
-
+    const RowRecord q = validate.load_row(r);
+    const RowCheck k = row_check(q, r, lim);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const std::int64_t o) {
-      const RowRecord q = validate.load_row(o);
-      peers(o) = peer_keys(q);
-      if (o == r) own(0) = q;
+      found(o) = k.check && o < lim.count && o != r ? pair_conflicts(q, k, peer_keys(validate.load_row(o))) : 0;
     });
     team.team_barrier();
-
-    const RowRecord q = own(0);
-    const RowCheck k = row_check(q, r, lim);
     int bits = 0;
-    if (k.check) {
-      Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(team, lim.count),
-          [&](const std::int64_t o, int& acc) {
-            if (o != r) acc += pair_conflicts(q, k, peers(o));
-          },
-          bits);
-    }
+    for (std::int64_t o = 0; o < c; ++o) bits |= found(o);
     const bool t_conflict[2] = {((bits >> 10) & 1023) != 0, ((bits >> 20) & 1023) != 0};
     std::int32_t code;
     RowPlan p;
