@@ -23,6 +23,28 @@ __global__ void word_copy(const int4* __restrict__ src, int4* __restrict__ dst, 
     dst[i] = src[i];
 }
 
+// Every thread keeps ILP 16-byte loads in flight before it stores them; with
+// `tile_words` > 0 a block copies one tile of that many words (as a team of
+// statexfer's apply), else blocks stride over the buffer.
+template <int ILP>
+__global__ void word_copy_ilp(const int4* __restrict__ src, int4* __restrict__ dst, std::int64_t words,
+                              std::int64_t tile_words) {
+  std::int64_t begin = 0, end = words, i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x,
+               stride = std::int64_t(gridDim.x) * blockDim.x;
+  if (tile_words > 0) {
+    begin = blockIdx.x * tile_words, end = begin + tile_words < words ? begin + tile_words : words;
+    i = begin + threadIdx.x, stride = blockDim.x;
+  }
+  for (; i + (ILP - 1) * stride < end; i += ILP * stride) {
+    int4 v[ILP];
+#pragma unroll
+    for (int k = 0; k < ILP; ++k) v[k] = src[i + k * stride];
+#pragma unroll
+    for (int k = 0; k < ILP; ++k) dst[i + k * stride] = v[k];
+  }
+  for (; i < end; i += stride) dst[i] = src[i];
+}
+
 // One thread per block drives the library's ring (src/impl/bulk_copy.hpp):
 // chunks blockIdx.x, blockIdx.x + gridDim.x, ... of the buffer or, with
 // `per_block` > 0, chunks [b * per_block, (b + 1) * per_block): one tile per
@@ -94,6 +116,40 @@ int main() {
       std::printf("%-40s %6lld MiB %9.1f us %6.2f TB/s\n", what, static_cast<long long>(n >> 20), us, 2.0 * n / us * 1e-6);
     };
     report("cudaMemcpyAsync", Timer([&](cudaStream_t s) { cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s); }).us(20));
+    {  // not captured: what an eager copy (torch's, for one) gets
+      cudaStream_t s;
+      cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+      cudaEvent_t a, b;
+      cudaEventCreate(&a);
+      cudaEventCreate(&b);
+      for (int i = 0; i < 3; ++i) cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s);
+      cudaEventRecord(a, s);
+      for (int i = 0; i < 20; ++i) cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s);
+      cudaEventRecord(b, s);
+      cudaEventSynchronize(b);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, a, b);
+      report("cudaMemcpyAsync, eager (not in a graph)", ms * 1e3 / 20);
+      cudaStreamDestroy(s);
+    }
+    for (int ilp : {4, 8}) {
+      for (int per_sm : {4, 8}) {
+        const int grid = prop.multiProcessorCount * per_sm;
+        char label[64];
+        std::snprintf(label, sizeof label, "word kernel ILP %d, 256 thr x %d/SM", ilp, per_sm);
+        report(label, Timer([&](cudaStream_t s) {
+                        auto k = ilp == 4 ? word_copy_ilp<4> : word_copy_ilp<8>;
+                        k<<<grid, 256, 0, s>>>(reinterpret_cast<const int4*>(src), reinterpret_cast<int4*>(dst), n / 16, 0);
+                      }).us(20));
+      }
+      char label[64];
+      std::snprintf(label, sizeof label, "word tile 64 KiB ILP %d, 128 thr", ilp);
+      report(label, Timer([&](cudaStream_t s) {
+                      auto k = ilp == 4 ? word_copy_ilp<4> : word_copy_ilp<8>;
+                      k<<<static_cast<unsigned>(n / 65536), 128, 0, s>>>(reinterpret_cast<const int4*>(src),
+                                                                          reinterpret_cast<int4*>(dst), n / 16, 4096);
+                    }).us(20));
+    }
     for (int blocks_per_sm : {4, 8, 16}) {
       const int grid = prop.multiProcessorCount * blocks_per_sm;
       char name[64];
