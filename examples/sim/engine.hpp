@@ -6,9 +6,9 @@
 // tables per slot, a prefix cache, and per step one batch of snapshot / restore
 // / reset commands through one prepared transfer (prepared once; validated and
 // applied every step; captured into CUDA graphs on Kokkos::Cuda), then the
-// model's writes. Each tensor-parallel rank runs the same scheduler on its shard
-// of every row and page and combines the validation errors of all ranks
-// between validate() and apply().
+// model's writes. One rank calls validate_and_apply() (one kernel on GPUs). Each
+// tensor-parallel rank runs the same scheduler on its shard of every row and page
+// and combines the validation errors of all ranks between validate() and apply().
 
 #include <Kokkos_Core.hpp>
 
@@ -307,6 +307,9 @@ class Engine {
     return Exec();
   }
 
+  // One rank has nothing to combine: validate_and_apply(), one kernel on GPUs.
+  bool one_call() const { return comm_.size == 1; }
+
   // CUDA: validate [+ combine] + apply captured once; replayed every step. The
   // MPI combiner is a host call: then validate and apply are two graphs with
   // combine() between them.
@@ -326,7 +329,9 @@ class Engine {
         cudaGraphDestroy(graph);
         graphs_.push_back(instance);
       };
-      if (combiner_->capturable()) {
+      if (one_call()) {
+        record([&] { transfer_->validate_and_apply(exec_); });
+      } else if (combiner_->capturable()) {
         record([&] {
           transfer_->validate(exec_);
           combiner_->combine(exec_);
@@ -355,6 +360,10 @@ class Engine {
       }
     }
 #endif
+    if (one_call()) {
+      transfer_->validate_and_apply(exec_);
+      return;
+    }
     transfer_->validate(exec_);
     combiner_->combine(exec_);
     transfer_->apply(exec_);

@@ -144,7 +144,7 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
   std::fprintf(out, "  bytes moved  %s (all ranks; this rank: rows %s, pages %s)\n", bytes(moved).c_str(),
                bytes(static_cast<double>(st.row_bytes_moved)).c_str(),
                bytes(static_cast<double>(st.page_bytes_moved)).c_str());
-  std::fprintf(out, "  time/step    transfer (validate + combine + apply) mean %s, p50 %s, p99 %s, max %s; whole step mean %s, p99 %s\n",
+  std::fprintf(out, "  time/step    transfer (one rank: validate_and_apply; more: validate + combine + apply) mean %s, p50 %s, p99 %s, max %s; whole step mean %s, p99 %s\n",
                us(tr.mean).c_str(), us(tr.p50).c_str(), us(tr.p99).c_str(), us(tr.max).c_str(), us(sp.mean).c_str(),
                us(sp.p99).c_str());
   std::fprintf(out, "  bandwidth    %.2f GB/s through the transfers (%.2f s of %.2f s; model writes %.2f s, verify %.2f s)\n",

@@ -175,7 +175,7 @@ enum SortedLookup : int {
 template <class MemorySpace>
 struct SortedWork {
   Kokkos::View<RowRecord*, MemorySpace> records;      // [C]
-  Kokkos::View<std::uint64_t*, MemorySpace> keys;     // [arrays * C]: keys(array * C + row), sorted by launch 2
+  Kokkos::View<std::uint64_t*, MemorySpace> keys;     // [arrays * C]: keys(array * C + row) from launch 1
   Kokkos::View<std::uint8_t*, MemorySpace> lookups;   // [(row * chunks + chunk) * lookup_bytes + query]
   int arrays = 3;                                     // 5 with trailing bindings
   int chunk = 1;                                      // keys per chunk (a power of two)
