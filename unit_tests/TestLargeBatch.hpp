@@ -359,6 +359,25 @@ struct ToolCounts {
                            const char*, const void*, std::uint64_t) {
     ++deep_copies;
   }
+  /// Runs `body` with the counters, from zero, installed as Kokkos Tools callbacks.
+  template <class Body>
+  static void count(Body&& body) {
+    namespace kt = Kokkos::Tools::Experimental;
+    const auto saved = kt::get_callbacks();
+    reset();
+    kt::set_begin_parallel_for_callback(&on_for);
+    kt::set_allocate_data_callback(&on_allocate);
+    kt::set_begin_fence_callback(&on_fence);
+    kt::set_begin_deep_copy_callback(&on_deep_copy);
+    body();
+    kt::set_callbacks(saved);
+  }
+  /// What stream capture needs: no allocation, no fence, no deep copy.
+  static void expect_capturable() {
+    EXPECT_EQ(allocations, 0);
+    EXPECT_EQ(fences, 0);
+    EXPECT_EQ(deep_copies, 0);
+  }
 };
 
 }  // namespace large_batch
@@ -498,24 +517,19 @@ TEST(TEST_CATEGORY, large_batch_reused_transfer) {
 // apply() is one.
 TEST(TEST_CATEGORY, large_batch_validate_is_three_launches_without_allocation) {
   using namespace large_batch;
-  namespace kt = Kokkos::Tools::Experimental;
   Rng rng(0x0e1a0ULL);
   Shape shape{};
   Case c = make_config(rng, 4096, /*trailing=*/true, 1, &shape);
   fill_batch(rng, shape, c, Scenario::mixed);
   Bound bound(c);
   bound.run(c);  // commands uploaded, one batch done
-  const auto saved = kt::get_callbacks();
-  ToolCounts::reset();
-  kt::set_begin_parallel_for_callback(&ToolCounts::on_for);
-  kt::set_allocate_data_callback(&ToolCounts::on_allocate);
-  kt::set_begin_fence_callback(&ToolCounts::on_fence);
-  kt::set_begin_deep_copy_callback(&ToolCounts::on_deep_copy);
   TEST_EXECSPACE exec;
-  bound.transfer->validate(exec);
-  const int validate_launches = ToolCounts::parallel_for;
-  bound.transfer->apply(exec);
-  kt::set_callbacks(saved);
+  int validate_launches = 0;
+  ToolCounts::count([&] {
+    bound.transfer->validate(exec);
+    validate_launches = ToolCounts::parallel_for;
+    bound.transfer->apply(exec);
+  });
   exec.fence();
 #if KOKKOS_VERSION < 40000
   EXPECT_EQ(validate_launches, 3);
@@ -524,16 +538,13 @@ TEST(TEST_CATEGORY, large_batch_validate_is_three_launches_without_allocation) {
   EXPECT_LE(validate_launches, 3);
   EXPECT_LE(ToolCounts::parallel_for, 4);
 #endif
-  EXPECT_EQ(ToolCounts::allocations, 0);
-  EXPECT_EQ(ToolCounts::fences, 0);
-  EXPECT_EQ(ToolCounts::deep_copies, 0);
+  ToolCounts::expect_capturable();
 }
 
 // validate_and_apply() neither allocates nor fences either: one launch on GPUs up
 // to 64 commands, else validate()'s launches and apply()'s.
 TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) {
   using namespace large_batch;
-  namespace kt = Kokkos::Tools::Experimental;
   for (const std::int64_t C : {64, 4096}) {
     SCOPED_TRACE("capacity " + std::to_string(C));
     Rng rng(0x0e1a1ULL + static_cast<std::uint64_t>(C));
@@ -542,15 +553,8 @@ TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) 
     fill_batch(rng, shape, c, Scenario::mixed);
     Bound bound(c);
     bound.run(c);
-    const auto saved = kt::get_callbacks();
-    ToolCounts::reset();
-    kt::set_begin_parallel_for_callback(&ToolCounts::on_for);
-    kt::set_allocate_data_callback(&ToolCounts::on_allocate);
-    kt::set_begin_fence_callback(&ToolCounts::on_fence);
-    kt::set_begin_deep_copy_callback(&ToolCounts::on_deep_copy);
     TEST_EXECSPACE exec;
-    bound.transfer->validate_and_apply(exec);
-    kt::set_callbacks(saved);
+    ToolCounts::count([&] { bound.transfer->validate_and_apply(exec); });
     exec.fence();
     const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
     const int launches = device && C <= 64 ? 1 : C <= 64 ? 2 : 4;
@@ -559,9 +563,7 @@ TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) 
 #else
     EXPECT_LE(ToolCounts::parallel_for, launches);
 #endif
-    EXPECT_EQ(ToolCounts::allocations, 0);
-    EXPECT_EQ(ToolCounts::fences, 0);
-    EXPECT_EQ(ToolCounts::deep_copies, 0);
+    ToolCounts::expect_capturable();
   }
 }
 
