@@ -41,8 +41,9 @@ bool is_valid_capacity(std::int64_t capacity) noexcept;
 
 /// Extension beyond the contract (large batches): the powers of two 128 to
 /// max_extended_capacity are accepted as well, with the same semantics (SPEC §4
-/// and §5 unchanged); their validation sorts the keys that can collide
-/// (O(C log C) depth) instead of comparing every pair.
+/// and §5 unchanged); their validation sorts the keys that can collide (team
+/// bitonic sorts of chunks of at most 1024 keys, then a binary search per query)
+/// instead of comparing every pair.
 inline constexpr int max_extended_capacity = 4096;
 /// Whether `capacity` is a power of two through max_extended_capacity: the
 /// contract's 1..64 or the extension's 128..4096. StateCommands::allocate and
