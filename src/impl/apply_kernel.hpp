@@ -56,11 +56,7 @@ struct ApplyFunctor {
       const int len = static_cast<int>(n);
       const int head = static_cast<int>((16 - (d & 15)) & 15);
       const int body = (len - head) & ~15;
-      const int tail_begin = head + body;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, head + (len - tail_begin)), [&](const int i) {
-        const int b = i < head ? i : tail_begin + (i - head);
-        dst[b] = src[b];
-      });
+      copy_edge_bytes(team, dst, src, head, head + body, len);
       if (team.team_rank() == 0) bulk_copy_thread(dst + head, src + head, body, staging);
       return;
     }

@@ -14,6 +14,18 @@ struct alignas(16) Word16 {
   std::uint64_t lo, hi;
 };
 
+/// The bytes of [0, n) outside [head, tail_begin), whose aligned words another
+/// loop (or a bulk copy) moves: fewer than 2 words, one thread each.
+template <class Member>
+KOKKOS_INLINE_FUNCTION void copy_edge_bytes(const Member& team, std::uint8_t* KOKKOS_RESTRICT dst,
+                                            const std::uint8_t* KOKKOS_RESTRICT src, int head, int tail_begin,
+                                            int n) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, head + (n - tail_begin)), [&](const int i) {
+    const int b = i < head ? i : tail_begin + (i - head);
+    dst[b] = src[b];
+  });
+}
+
 // Offsets are 32-bit: a copy is one work-map tile (tile_bytes), and narrower
 // indices leave registers for the loads in flight.
 template <class Word, int unroll, class Member>
@@ -41,12 +53,7 @@ KOKKOS_INLINE_FUNCTION void copy_words(const Member& team, std::uint8_t* KOKKOS_
     }
   });
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, full, words), [&](const int i) { d[i] = s[i]; });
-  // Head and tail bytes: at most 2 * (w - 1), one thread each.
-  const int edge = head + (n - tail_begin);
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, edge), [&](const int i) {
-    const int b = i < head ? i : tail_begin + (i - head);
-    dst[b] = src[b];
-  });
+  copy_edge_bytes(team, dst, src, head, tail_begin, n);
 }
 
 template <class Word, class Member>
