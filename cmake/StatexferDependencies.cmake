@@ -1,13 +1,21 @@
 # Kokkos and Kokkos Kernels.
 #
-# With Kokkos_ROOT or Kokkos_DIR set, the user's Kokkos (3.4 or newer) is used.
-# Otherwise Kokkos 3.4.01 and Kokkos Kernels 3.4.01 are taken from Debian's
-# `trilinos` source package (cmake/fetch-kokkos.sh), patched with cmake/patches,
-# built and installed once under STATEXFER_DEPS_DIR, one install per backend set,
-# and reused by every build folder that asks for the same configuration.
+# Three ways to a Kokkos, in this order:
+#  1. Kokkos_ROOT or Kokkos_DIR set: the user's installed Kokkos (3.4 or 4.x).
+#  2. STATEXFER_KOKKOS_SOURCE set: a Kokkos source the user names (a release
+#     tarball or a source folder), copied under STATEXFER_DEPS_DIR, patched with
+#     cmake/patches/kokkos-<version>-*.patch and built there.
+#  3. Otherwise Kokkos 3.4.01 and Kokkos Kernels 3.4.01 from Debian's `trilinos`
+#     source package (cmake/fetch-kokkos.sh), patched the same way.
+# Built installs live under STATEXFER_DEPS_DIR, one per source, patch set and
+# backend set, and are reused by every build folder that asks for the same.
 
 set(STATEXFER_DEPS_DIR "${PROJECT_SOURCE_DIR}/.deps" CACHE PATH
     "Where the bundled Kokkos sources and installs are kept")
+set(STATEXFER_KOKKOS_SOURCE "" CACHE STRING
+    "A Kokkos source to build instead of the bundled 3.4.01: a release tarball (.tar.gz, .tar.xz, .zip) or a source folder")
+set(STATEXFER_KOKKOS_REQUIRE_VERSION "" CACHE STRING
+    "Refuse any Kokkos whose version does not start with this (for example 4 or 4.6.01); empty: any 3.4 or newer")
 
 function(_statexfer_run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
@@ -40,45 +48,195 @@ function(_statexfer_bundled_install name source_dir key out_prefix)
   file(REMOVE_RECURSE "${build_dir}")
 endfunction()
 
-if(DEFINED Kokkos_ROOT OR DEFINED Kokkos_DIR OR DEFINED ENV{Kokkos_ROOT})
-  set(STATEXFER_BUNDLED_KOKKOS OFF)
-  find_package(Kokkos REQUIRED CONFIG)
-else()
-  set(STATEXFER_BUNDLED_KOKKOS ON)
-  file(MAKE_DIRECTORY "${STATEXFER_DEPS_DIR}")
-  # One configure at a time may fetch or build into the shared folder.
-  file(LOCK "${STATEXFER_DEPS_DIR}/.lock" GUARD FILE TIMEOUT 3600)
-  set(_src "${STATEXFER_DEPS_DIR}/src")
-  file(GLOB _patches "${PROJECT_SOURCE_DIR}/cmake/patches/*.patch")
-  _statexfer_run("fetching Kokkos 3.4.01 (cmake/fetch-kokkos.sh)"
-    bash "${PROJECT_SOURCE_DIR}/cmake/fetch-kokkos.sh" "${_src}" "${PROJECT_SOURCE_DIR}/cmake/patches")
-  file(READ "${_src}/.stamp" _stamp)
-
-  set(_kokkos_args -DKokkos_CXX_STANDARD=17 -DKokkos_ENABLE_TESTS=OFF -DKokkos_ENABLE_EXAMPLES=OFF)
-  foreach(_backend IN LISTS STATEXFER_KOKKOS_BACKENDS)
-    string(TOUPPER "${_backend}" _backend)
-    if(NOT _backend MATCHES "^(SERIAL|OPENMP|CUDA)$")
-      message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_BACKENDS: unknown backend '${_backend}' (SERIAL, OPENMP, CUDA)")
+# The release a Kokkos source tree declares in its top CMakeLists.txt, written
+# as Kokkos names its releases: 3.4.01, 4.6.01.
+function(_statexfer_kokkos_source_version dir out)
+  file(STRINGS "${dir}/CMakeLists.txt" lines REGEX "^[ \t]*set\\(Kokkos_VERSION_(MAJOR|MINOR|PATCH) [0-9]+\\)")
+  foreach(part MAJOR MINOR PATCH)
+    set(${part} "")
+    foreach(line IN LISTS lines)
+      if(line MATCHES "Kokkos_VERSION_${part} ([0-9]+)")
+        math(EXPR ${part} "${CMAKE_MATCH_1} + 0")
+      endif()
+    endforeach()
+    if(${part} STREQUAL "")
+      message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_SOURCE: no Kokkos version in ${dir}/CMakeLists.txt; "
+                          "is this a Kokkos source tree?")
     endif()
-    list(APPEND _kokkos_args -DKokkos_ENABLE_${_backend}=ON)
-    if(_backend STREQUAL "CUDA")
+  endforeach()
+  if(PATCH LESS 10)
+    set(PATCH "0${PATCH}")
+  endif()
+  set(${out} "${MAJOR}.${MINOR}.${PATCH}" PARENT_SCOPE)
+endfunction()
+
+# The key of the project's patches for one Kokkos release.
+function(_statexfer_patch_key version out)
+  file(GLOB patches "${PROJECT_SOURCE_DIR}/cmake/patches/kokkos-${version}-*.patch")
+  list(SORT patches)
+  set(text "${version}")
+  foreach(p IN LISTS patches)
+    file(READ "${p}" body)
+    string(APPEND text "${body}")
+  endforeach()
+  string(SHA256 key "${text}")
+  string(SUBSTRING "${key}" 0 16 key)
+  set(${out} "${key}" PARENT_SCOPE)
+endfunction()
+
+# Copy the named Kokkos source (tarball or folder) under STATEXFER_DEPS_DIR and
+# apply cmake/patches/kokkos-<version>-*.patch; nothing is redone while the
+# source and the patches are unchanged. Sets ${out_dir} to the patched tree,
+# ${out_version} to its release and ${out_stamp} to a key of source and patches.
+function(_statexfer_kokkos_from_source source out_dir out_version out_stamp)
+  get_filename_component(source "${source}" ABSOLUTE BASE_DIR "${PROJECT_SOURCE_DIR}")
+  if(IS_DIRECTORY "${source}")
+    if(NOT EXISTS "${source}/CMakeLists.txt")
+      message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_SOURCE=${source} is a folder without a CMakeLists.txt")
+    endif()
+    # A folder can change under us: key it on its path and its top-level entries.
+    file(GLOB listing RELATIVE "${source}" "${source}/*")
+    string(SHA256 source_key "${source};${listing}")
+  elseif(EXISTS "${source}")
+    file(SHA256 "${source}" source_key)
+  else()
+    message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_SOURCE=${source} does not exist "
+                        "(give a Kokkos release tarball such as kokkos-4.6.01.tar.gz, or a source folder)")
+  endif()
+  string(SUBSTRING "${source_key}" 0 12 source_key)
+  set(root "${STATEXFER_DEPS_DIR}/src/kokkos-${source_key}")
+  if(EXISTS "${root}/.stamp")
+    file(STRINGS "${root}/.stamp" stamp)
+    list(GET stamp 0 version)
+    _statexfer_patch_key("${version}" patch_key)
+    if(NOT stamp STREQUAL "${version};${patch_key}")
+      message(STATUS "statexfer: the patches of Kokkos ${version} changed; extracting ${source} again")
+      file(REMOVE_RECURSE "${root}")
+    endif()
+  endif()
+  if(NOT EXISTS "${root}/.stamp")
+    set(staging "${root}.staging")
+    file(REMOVE_RECURSE "${root}" "${staging}")
+    file(MAKE_DIRECTORY "${staging}")
+    if(IS_DIRECTORY "${source}")
+      file(COPY "${source}/" DESTINATION "${staging}/kokkos" PATTERN ".git" EXCLUDE)
+    else()
+      message(STATUS "statexfer: extracting ${source}")
+      file(ARCHIVE_EXTRACT INPUT "${source}" DESTINATION "${staging}/extract")
+      file(GLOB tops LIST_DIRECTORIES true "${staging}/extract/*")
+      list(LENGTH tops ntops)
+      if(ntops EQUAL 1 AND IS_DIRECTORY "${tops}")
+        file(RENAME "${tops}" "${staging}/kokkos")
+      else()
+        file(RENAME "${staging}/extract" "${staging}/kokkos")
+      endif()
+      file(REMOVE_RECURSE "${staging}/extract")
+    endif()
+    if(NOT EXISTS "${staging}/kokkos/CMakeLists.txt")
+      message(FATAL_ERROR "statexfer: ${source} holds no Kokkos source tree (no CMakeLists.txt at its top)")
+    endif()
+    _statexfer_kokkos_source_version("${staging}/kokkos" version)
+    file(GLOB patches "${PROJECT_SOURCE_DIR}/cmake/patches/kokkos-${version}-*.patch")
+    list(SORT patches)
+    if(NOT patches)
+      message(STATUS "statexfer: no patches for Kokkos ${version} in cmake/patches (built as it is)")
+    endif()
+    find_program(STATEXFER_PATCH_EXECUTABLE patch)
+    if(patches AND NOT STATEXFER_PATCH_EXECUTABLE)
+      message(FATAL_ERROR "statexfer: applying the patches of Kokkos ${version} needs `patch` (Debian: patch)")
+    endif()
+    foreach(p IN LISTS patches)
+      get_filename_component(name "${p}" NAME)
+      message(STATUS "statexfer: applying ${name}")
+      _statexfer_run("applying ${name}" ${STATEXFER_PATCH_EXECUTABLE} -s -p1 -d "${staging}" -i "${p}")
+    endforeach()
+    _statexfer_patch_key("${version}" patch_key)
+    file(RENAME "${staging}" "${root}")
+    file(WRITE "${root}/.stamp" "${version}\n${patch_key}\n")
+  endif()
+  file(STRINGS "${root}/.stamp" stamp)
+  list(GET stamp 0 version)
+  set(${out_dir} "${root}/kokkos" PARENT_SCOPE)
+  set(${out_version} "${version}" PARENT_SCOPE)
+  set(${out_stamp} "${source_key};${stamp}" PARENT_SCOPE)
+endfunction()
+
+# The -D options of a bundled Kokkos build for STATEXFER_KOKKOS_BACKENDS.
+function(_statexfer_kokkos_args version out)
+  # 3.4 takes the standard as Kokkos_CXX_STANDARD, 4.x refuses it for CMAKE_CXX_STANDARD.
+  if(version VERSION_LESS 4.0)
+    set(args -DKokkos_CXX_STANDARD=17)
+  else()
+    set(args -DCMAKE_CXX_STANDARD=17)
+  endif()
+  list(APPEND args -DKokkos_ENABLE_TESTS=OFF -DKokkos_ENABLE_EXAMPLES=OFF)
+  foreach(backend IN LISTS STATEXFER_KOKKOS_BACKENDS)
+    string(TOUPPER "${backend}" backend)
+    if(NOT backend MATCHES "^(SERIAL|OPENMP|CUDA)$")
+      message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_BACKENDS: unknown backend '${backend}' (SERIAL, OPENMP, CUDA)")
+    endif()
+    list(APPEND args -DKokkos_ENABLE_${backend}=ON)
+    if(backend STREQUAL "CUDA")
       if(NOT STATEXFER_CUDA_ARCH MATCHES "^(HOPPER90|AMPERE80)$")
         message(FATAL_ERROR "statexfer: STATEXFER_CUDA_ARCH must be HOPPER90 or AMPERE80, got '${STATEXFER_CUDA_ARCH}'")
       endif()
-      list(APPEND _kokkos_args -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_${STATEXFER_CUDA_ARCH}=ON)
+      if(version VERSION_LESS 4.0)
+        list(APPEND args -DKokkos_ENABLE_CUDA_LAMBDA=ON)  # always on from 4.0
+      endif()
+      list(APPEND args -DKokkos_ARCH_${STATEXFER_CUDA_ARCH}=ON)
     endif()
   endforeach()
-  separate_arguments(_extra UNIX_COMMAND "${STATEXFER_KOKKOS_OPTIONS}")
-  list(APPEND _kokkos_args ${_extra})
-  _statexfer_bundled_install(kokkos "${_src}/kokkos" "${_stamp};${CMAKE_CXX_COMPILER};${_kokkos_args}"
+  separate_arguments(extra UNIX_COMMAND "${STATEXFER_KOKKOS_OPTIONS}")
+  list(APPEND args ${extra})
+  set(${out} "${args}" PARENT_SCOPE)
+endfunction()
+
+if(DEFINED Kokkos_ROOT OR DEFINED Kokkos_DIR OR DEFINED ENV{Kokkos_ROOT})
+  set(STATEXFER_KOKKOS_ORIGIN "installed")
+  if(STATEXFER_KOKKOS_SOURCE)
+    message(FATAL_ERROR "statexfer: give either an installed Kokkos (Kokkos_ROOT/Kokkos_DIR) or a source to build "
+                        "(STATEXFER_KOKKOS_SOURCE=${STATEXFER_KOKKOS_SOURCE}), not both")
+  endif()
+  find_package(Kokkos REQUIRED CONFIG)
+else()
+  if(STATEXFER_KOKKOS_SOURCE STREQUAL "" AND NOT STATEXFER_KOKKOS_REQUIRE_VERSION STREQUAL ""
+     AND NOT "3.4.01" MATCHES "^${STATEXFER_KOKKOS_REQUIRE_VERSION}")
+    message(FATAL_ERROR "statexfer: this configuration needs Kokkos ${STATEXFER_KOKKOS_REQUIRE_VERSION} "
+                        "(STATEXFER_KOKKOS_REQUIRE_VERSION) but names no source for it: set STATEXFER_KOKKOS_SOURCE, "
+                        "in the environment or with -D, to a Kokkos release tarball or source folder "
+                        "(for example kokkos-4.6.01.tar.gz), or Kokkos_ROOT to an installed Kokkos")
+  endif()
+  file(MAKE_DIRECTORY "${STATEXFER_DEPS_DIR}")
+  # One configure at a time may fetch or build into the shared folder.
+  file(LOCK "${STATEXFER_DEPS_DIR}/.lock" GUARD FILE TIMEOUT 3600)
+  if(STATEXFER_KOKKOS_SOURCE)
+    set(STATEXFER_KOKKOS_ORIGIN "source")
+    _statexfer_kokkos_from_source("${STATEXFER_KOKKOS_SOURCE}" _kokkos_src _kokkos_version _stamp)
+    set(_kokkos_name kokkos-${_kokkos_version})
+  else()
+    set(STATEXFER_KOKKOS_ORIGIN "bundled")
+    set(_src "${STATEXFER_DEPS_DIR}/src")
+    _statexfer_run("fetching Kokkos 3.4.01 (cmake/fetch-kokkos.sh)"
+      bash "${PROJECT_SOURCE_DIR}/cmake/fetch-kokkos.sh" "${_src}" "${PROJECT_SOURCE_DIR}/cmake/patches")
+    file(READ "${_src}/.stamp" _stamp)
+    set(_kokkos_src "${_src}/kokkos")
+    set(_kokkos_version 3.4.01)
+    set(_kokkos_name kokkos)
+  endif()
+  _statexfer_kokkos_args(${_kokkos_version} _kokkos_args)
+  _statexfer_bundled_install(${_kokkos_name} "${_kokkos_src}" "${_stamp};${CMAKE_CXX_COMPILER};${_kokkos_args}"
                              _kokkos_prefix ${_kokkos_args})
   find_package(Kokkos REQUIRED CONFIG PATHS "${_kokkos_prefix}" NO_DEFAULT_PATH)
 endif()
 
-# The API statexfer is written to is the one 3.4 and 4.x/5.x share. Kokkos
-# 3.4's version file rejects ranges, so the floor is checked here.
+# The API statexfer is written to is the one 3.4 and 4.x share. Kokkos 3.4's
+# version file rejects ranges, so the floor is checked here.
 if(Kokkos_VERSION VERSION_LESS 3.4)
   message(FATAL_ERROR "statexfer needs Kokkos 3.4 or newer, found ${Kokkos_VERSION} at ${Kokkos_DIR}")
+endif()
+if(NOT STATEXFER_KOKKOS_REQUIRE_VERSION STREQUAL "" AND NOT Kokkos_VERSION MATCHES "^${STATEXFER_KOKKOS_REQUIRE_VERSION}")
+  message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_REQUIRE_VERSION is ${STATEXFER_KOKKOS_REQUIRE_VERSION}, "
+                      "found Kokkos ${Kokkos_VERSION} at ${Kokkos_DIR}")
 endif()
 kokkos_check(DEVICES Serial RETURN_VALUE STATEXFER_HAVE_SERIAL)
 kokkos_check(DEVICES OpenMP RETURN_VALUE STATEXFER_HAVE_OPENMP)
@@ -86,11 +244,18 @@ kokkos_check(DEVICES Cuda RETURN_VALUE STATEXFER_HAVE_CUDA)
 if(STATEXFER_HAVE_CUDA AND Kokkos_VERSION VERSION_LESS 4.0)
   kokkos_check(OPTIONS CUDA_LAMBDA)   # always on from 4.0
 endif()
-message(STATUS "statexfer: Kokkos ${Kokkos_VERSION} (${Kokkos_DIR}); Serial ${STATEXFER_HAVE_SERIAL}, "
+set(STATEXFER_KOKKOS_DEVICES "")
+foreach(_device Serial OpenMP Cuda)
+  string(TOUPPER "${_device}" _upper)
+  if(STATEXFER_HAVE_${_upper})
+    list(APPEND STATEXFER_KOKKOS_DEVICES ${_device})
+  endif()
+endforeach()
+message(STATUS "statexfer: Kokkos ${Kokkos_VERSION} (${STATEXFER_KOKKOS_ORIGIN}, ${Kokkos_DIR}); Serial ${STATEXFER_HAVE_SERIAL}, "
                "OpenMP ${STATEXFER_HAVE_OPENMP}, Cuda ${STATEXFER_HAVE_CUDA}")
 
 if(STATEXFER_ENABLE_KOKKOSKERNELS)
-  if(STATEXFER_BUNDLED_KOKKOS)
+  if(STATEXFER_KOKKOS_ORIGIN STREQUAL "bundled")
     # Header-only use: every explicit instantiation off keeps the install to seconds.
     set(_kk_args -DKokkos_ROOT=${_kokkos_prefix} -DKokkosKernels_ENABLE_TESTS=OFF
         -DKokkosKernels_ENABLE_EXAMPLES=OFF -DKokkosKernels_INST_DOUBLE=OFF -DKokkosKernels_INST_FLOAT=OFF

@@ -2,7 +2,7 @@
 # Obtain Kokkos 3.4.01 and Kokkos Kernels 3.4.01 from Debian bookworm's `trilinos`
 # source package, extract only those two projects and apply statexfer's patches.
 #
-#   fetch-kokkos.sh DEST PATCH_DIR
+#   fetch-kokkos.sh DEST PATCH_DIR      (applies PATCH_DIR/kokkos-3.4.01-*.patch)
 #
 # Leaves DEST/kokkos and DEST/kokkos-kernels. Nothing is downloaded again while
 # DEST/.stamp matches the patches. The apt configuration is private (nothing of the
@@ -14,7 +14,7 @@ dest=${1:?usage: fetch-kokkos.sh DEST PATCH_DIR}
 patch_dir=${2:?usage: fetch-kokkos.sh DEST PATCH_DIR}
 suite=bookworm   # trilinos 13.2.0 there bundles Kokkos 3.4.01
 
-stamp_want=$( (cat "$patch_dir"/*.patch 2>/dev/null || true) | sha256sum | cut -c1-16)
+stamp_want=$( (cat "$patch_dir"/kokkos-3.4.01-*.patch 2>/dev/null || true) | sha256sum | cut -c1-16)
 if [[ -f "$dest/.stamp" && "$(cat "$dest/.stamp")" == "$stamp_want" &&
       -f "$dest/kokkos/CMakeLists.txt" && -f "$dest/kokkos-kernels/CMakeLists.txt" ]]; then
   exit 0
@@ -57,7 +57,7 @@ mv "$work"/Trilinos-*/packages/kokkos-kernels "$dest/kokkos-kernels"
 grep -q '3.4.01' "$dest/kokkos/master_history.txt" ||
   { echo "fetch-kokkos: the trilinos package does not hold Kokkos 3.4.01" >&2; exit 1; }
 
-for p in "$patch_dir"/*.patch; do
+for p in "$patch_dir"/kokkos-3.4.01-*.patch; do
   [[ -f $p ]] || continue
   echo "fetch-kokkos: applying $(basename "$p")"
   patch -s -p1 -d "$dest" <"$p"

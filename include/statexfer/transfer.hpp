@@ -81,21 +81,35 @@ class PreparedStateTransfer {
   /// Host work before capture: requires num_ops == 0 (std::invalid_argument
   /// otherwise), chooses the launch shapes (on GPUs also asking a one-thread
   /// kernel whether the device code has bulk copies), launches validate, apply
-  /// and validate_and_apply once on `exec` and fences it.
+  /// and validate_and_apply once on `exec` and fences it. Whatever Kokkos sets
+  /// up on an instance's first launches (team scratch, launch buffers) is set
+  /// up here, for `exec`.
+  ///
+  /// The transfer is bound to `exec` from then on: validate(), apply() and
+  /// validate_and_apply() without an argument enqueue on it, and refuse any
+  /// other instance (std::invalid_argument), because the plan and the work
+  /// Views are the transfer's own, so work of one transfer on two streams would
+  /// race, and because on Kokkos 4 another instance would allocate on its first
+  /// launch, inside a capture. Calling prepare() again (num_ops == 0) rebinds.
   void prepare(const ExecutionSpace& exec = ExecutionSpace());
   bool prepared() const noexcept;
 
   /// Enqueue validation: writes `errors` (and the plan apply() reads). One
   /// kernel; three for capacities above 64 (keys, sort, decide).
-  void validate(const ExecutionSpace& exec = ExecutionSpace()) const;
+  void validate() const;
+  void validate(const ExecutionSpace& exec) const;
   /// Enqueue the writes of every live command whose error is 0. One kernel.
-  void apply(const ExecutionSpace& exec = ExecutionSpace()) const;
+  void apply() const;
+  void apply(const ExecutionSpace& exec) const;
   /// validate() then apply() for a single rank, with the same `errors`, plan,
   /// pool and cache bytes. On GPUs up to 64 commands it is one kernel (each
   /// team of apply decides its own row), which saves a dependent launch: most
   /// of the time of a small batch. Elsewhere it enqueues the two. Tensor-
   /// parallel ranks, which combine errors in between, call them separately.
-  void validate_and_apply(const ExecutionSpace& exec = ExecutionSpace()) const;
+  void validate_and_apply() const;
+  void validate_and_apply(const ExecutionSpace& exec) const;
+  /// The instance prepare() bound the transfer to (std::logic_error before prepare()).
+  const ExecutionSpace& execution_space_instance() const;
 
   std::int64_t capacity() const noexcept;
   /// Names of the page and trailing bindings left after exclusions, in binding order.
@@ -110,6 +124,9 @@ class PreparedStateTransfer {
   std::string launch_summary() const;
 
  private:
+  // The prepared data for `call`; throws unless prepared and, with `exec`, bound to it.
+  const impl::TransferData<ExecutionSpace>& ready(const char* call, const ExecutionSpace* exec) const;
+
   std::unique_ptr<impl::TransferData<ExecutionSpace>> data_;
 };
 

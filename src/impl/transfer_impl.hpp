@@ -51,6 +51,7 @@ struct TransferData {
   int apply_team_size = 1;
   int fused_team_size = 0;  // validate_and_apply() in one launch (GPUs, C <= 64), else 0
   bool prepared = false;
+  ExecutionSpace exec;  // the instance prepare() bound the transfer to
 
   ValidateFunctor<ExecutionSpace> validate_functor() const {
     ValidateFunctor<ExecutionSpace> f;
@@ -125,7 +126,47 @@ bool views_overlap(const A& a, const B& b) {
   return a0 < b1 && b0 < a1;
 }
 
+// Whether two handles name one execution space instance (one stream on CUDA).
+template <class ExecutionSpace>
+bool same_instance(const ExecutionSpace& a, const ExecutionSpace& b) {
+#if KOKKOS_VERSION >= 40000
+  return a == b;
+#else
+#ifdef KOKKOS_ENABLE_CUDA
+  if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>)
+    return a.cuda_stream() == b.cuda_stream() && a.cuda_device() == b.cuda_device();
+#endif
+  (void)a, (void)b;
+  return true;  // Kokkos 3.4's host spaces have one instance each
+#endif
+}
+
+// Kokkos 4 gives a TeamPolicy launch a level-1 team scratch buffer from the
+// instance's pool, and allocates it on every launch (even of zero bytes) until
+// some launch has asked for more than zero. One such launch here keeps
+// validate() and apply() free of allocations, which stream capture needs.
+template <class ExecutionSpace>
+void prime_team_scratch(const ExecutionSpace& exec) {
+  using policy = Kokkos::TeamPolicy<ExecutionSpace>;
+  Kokkos::parallel_for("statexfer::prime_team_scratch",
+                       policy(exec, 1, 1).set_scratch_size(1, Kokkos::PerTeam(64)),
+                       KOKKOS_LAMBDA(const typename policy::member_type&){});
+}
+
 }  // namespace impl
+
+template <class ExecutionSpace>
+const impl::TransferData<ExecutionSpace>& PreparedStateTransfer<ExecutionSpace>::ready(const char* call,
+                                                                                        const ExecutionSpace* exec) const {
+  const std::string name = std::string("statexfer::PreparedStateTransfer::") + call;
+  if (!data_) throw std::logic_error(name + ": the transfer was moved from");
+  const auto& d = *data_;
+  if (!d.prepared) throw std::logic_error(name + ": prepare() must complete first");
+  if (exec != nullptr && !impl::same_instance(*exec, d.exec))
+    throw std::invalid_argument(name + ": exec is not the execution space instance prepare() bound the transfer to "
+                                       "(one transfer serves one stream; call prepare(exec) to rebind)");
+  return d;
+}
 
 template <class ExecutionSpace>
 PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<ExecutionSpace>& pool,
@@ -333,6 +374,7 @@ PreparedStateTransfer<ExecutionSpace>& PreparedStateTransfer<ExecutionSpace>::op
 
 template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) {
+  if (!data_) throw std::logic_error("statexfer::PreparedStateTransfer::prepare: the transfer was moved from");
   auto& d = *data_;
   std::int32_t count = 0;
   Kokkos::deep_copy(exec, Kokkos::View<std::int32_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&count),
@@ -379,7 +421,9 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
     if (fmax >= d.shape.capacity) d.fused_team_size = std::max<int>(static_cast<int>(d.shape.capacity), std::min(fmax, d.apply_team_size));
   }
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
+  d.exec = exec;
   d.prepared = true;
+  impl::prime_team_scratch(exec);
   validate(exec);
   apply(exec);
   validate_and_apply(exec);
@@ -392,9 +436,13 @@ bool PreparedStateTransfer<ExecutionSpace>::prepared() const noexcept {
 }
 
 template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::validate() const {
+  validate(ready("validate", nullptr).exec);
+}
+
+template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec) const {
-  const auto& d = *data_;
-  if (!d.prepared) throw std::logic_error("statexfer::PreparedStateTransfer::validate: prepare() must complete first");
+  const auto& d = ready("validate", &exec);
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity))
     return d.sorted.launch(exec, d.validate_functor(), d.validate_team_size);
   using functor = impl::ValidateFunctor<ExecutionSpace>;
@@ -406,9 +454,13 @@ void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec)
 }
 
 template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::apply() const {
+  apply(ready("apply", nullptr).exec);
+}
+
+template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
-  const auto& d = *data_;
-  if (!d.prepared) throw std::logic_error("statexfer::PreparedStateTransfer::apply: prepare() must complete first");
+  const auto& d = ready("apply", &exec);
   using functor = impl::ApplyFunctor<ExecutionSpace>;
   auto policy = Kokkos::Experimental::require(
       typename functor::policy_type(exec, d.shape.capacity * d.shape.work_items, d.apply_team_size)
@@ -418,10 +470,18 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
 }
 
 template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::validate_and_apply() const {
+  validate_and_apply(ready("validate_and_apply", nullptr).exec);
+}
+
+template <class ExecutionSpace>
+const ExecutionSpace& PreparedStateTransfer<ExecutionSpace>::execution_space_instance() const {
+  return ready("execution_space_instance", nullptr).exec;
+}
+
+template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSpace& exec) const {
-  const auto& d = *data_;
-  if (!d.prepared)
-    throw std::logic_error("statexfer::PreparedStateTransfer::validate_and_apply: prepare() must complete first");
+  const auto& d = ready("validate_and_apply", &exec);
   if (d.fused_team_size == 0) {
     validate(exec);
     apply(exec);
