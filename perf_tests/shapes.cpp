@@ -57,9 +57,9 @@ std::int64_t parse_bytes(const std::string& text, const std::string& field) {
   const std::int64_t w = std::stoll(whole), f = frac.empty() ? 0 : std::stoll(frac);
   if (w > (std::numeric_limits<std::int64_t>::max() / 4) / scale)
     throw SpecError(field + ": '" + text + "' is out of range");
-  const __int128 frac_bytes = static_cast<__int128>(f) * scale;
+  const std::int64_t frac_bytes = f * scale;  // < 10^9 × 2^30 < 2^60
   if (frac_bytes % den != 0) throw SpecError(field + ": '" + text + "' is not a whole number of bytes");
-  return w * scale + static_cast<std::int64_t>(frac_bytes / den);
+  return w * scale + frac_bytes / den;
 }
 
 std::string format_bytes(std::int64_t bytes) {
