@@ -79,6 +79,7 @@ def main(argv):
     out_png, bench = args[0], args[1].split(",")
     seed = args[2].split(",") if len(args) > 2 and args[2] != "-" else []
     context, rows = load_lease(bench, seed)
+    rows = [r for r in rows if r["ours"]]  # the bench's shapes (a reference file may hold more)
     if filt:
         rows = [r for r in rows if re.search(filt, r["name"])]
     ps = panels(rows)
@@ -116,7 +117,8 @@ def main(argv):
     handles = [legend[label] for label in labels]
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     dev = context.get("device", context.get("execution_space", ""))
-    fig.suptitle(title or f"{dev}, {context.get('date', '')[:16].replace('T', ' ')} UTC: per CUDA graph replay "
+    per = "per CUDA graph replay" if context.get("execution_space") == "Cuda" else "per call"
+    fig.suptitle(title or f"{dev}, {context.get('date', '')[:16].replace('T', ' ')} UTC: {per} "
                  f"(statexfer {context.get('statexfer_version', '?')}, Kokkos {context.get('kokkos_version', '?')})",
                  fontsize=10)
     fig.tight_layout(rect=(0, 0.05, 1, 0.97))
