@@ -6,18 +6,25 @@
 // Kokkos::Cuda instance on its own stream and replayed: that is how an engine
 // runs it. On host backends the step is called directly. Each figure is
 // fence, time, fence around a batch of replays (UseManualTime).
+//
+// The shapes come from the main (shapes.hpp: the built-in sets and --shape);
+// every benchmark is SHAPE/STEP, with counters capacity, count (live commands),
+// row_bytes, page_regions, page_bytes, trailing and bytes_rw.
 
 #include <Kokkos_Core.hpp>
 #include <benchmark/benchmark.h>
 
+#include <exception>
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "bench_common.hpp"
 
-namespace {
+namespace statexfer::bench {
 
-using namespace statexfer_bench;
+namespace {
 
 enum class Step { validate, apply, validate_apply, validate_and_apply, memcpy, memcpy_kernel };
 
@@ -38,9 +45,17 @@ void kernel_copy(const Exec& e, const Kokkos::View<std::uint8_t*, Exec::memory_s
 }
 
 void run(benchmark::State& state, const Shape& shape, Step which) {
-  Workload w(shape);
-  Kokkos::View<std::uint8_t*, Exec::memory_space> a("bench::memcpy_src", static_cast<std::size_t>(w.bytes_written));
-  Kokkos::View<std::uint8_t*, Exec::memory_space> b("bench::memcpy_dst", static_cast<std::size_t>(w.bytes_written));
+  std::unique_ptr<Workload> workload;
+  Kokkos::View<std::uint8_t*, Exec::memory_space> a, b;
+  try {
+    workload = std::make_unique<Workload>(shape);
+    a = decltype(a)("bench::memcpy_src", static_cast<std::size_t>(workload->bytes_written));
+    b = decltype(b)("bench::memcpy_dst", static_cast<std::size_t>(workload->bytes_written));
+  } catch (const std::exception& e) {  // a user's shape the library refuses, or out of memory
+    state.SkipWithError(e.what());
+    return;
+  }
+  Workload& w = *workload;
   std::function<void(const Exec&)> step;
   switch (which) {
     case Step::validate: step = [&](const Exec& e) { w.transfer->validate(e); }; break;
@@ -58,8 +73,12 @@ void run(benchmark::State& state, const Shape& shape, Step which) {
   state.counters["GB_rw"] = benchmark::Counter(static_cast<double>(2 * w.bytes_written) * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
   state.counters["capacity"] = static_cast<double>(shape.capacity);
+  state.counters["count"] = static_cast<double>(shape.live());
   state.SetLabel(w.transfer->launch_summary());
   state.counters["row_bytes"] = static_cast<double>(shape.row_bytes);
+  state.counters["page_regions"] = static_cast<double>(shape.page_regions);
+  state.counters["page_bytes"] = static_cast<double>(shape.page_bytes);
+  state.counters["trailing"] = static_cast<double>(shape.trailing);
 }
 
 void register_shape(const std::string& name, const Shape& s, bool all_steps) {
@@ -80,24 +99,10 @@ void register_shape(const std::string& name, const Shape& s, bool all_steps) {
   }
 }
 
-// The shapes of shared/docs/FACTS.md, then sweeps of row bytes and capacity.
-const bool registered = [] {
-  const std::int64_t KiB = 1024, MiB = 1024 * 1024;
-  register_shape("tiny-c4", {4, 16 * KiB, 1, 4 * KiB, 0}, true);
-  register_shape("decode-c64-64KiB", {64, 64 * KiB, 4, 16 * KiB, 0}, true);
-  register_shape("hybrid-c64-1MiB", {64, MiB, 8, 64 * KiB, 0}, true);
-  register_shape("hybrid-c64-8MiB", {64, 8 * MiB, 8, 64 * KiB, 0}, true);
-  register_shape("hybrid-c16-32MiB", {16, 32 * MiB, 16, 64 * KiB, 0}, true);
-  register_shape("trailing-c64-1MiB", {64, MiB, 4, 64 * KiB, 2}, true);
-  // Source and destination rows 512 MiB apart in the shapes above; one row more apart here.
-  register_shape("hybrid-c64-8MiB-gap", {64, 8 * MiB, 8, 64 * KiB, 0, 16, 16, 1}, false);
-  // Host sweeps stay short.
-  const std::int64_t max_row = std::is_same_v<Exec::memory_space, Kokkos::HostSpace> ? 4 * MiB : 64 * MiB;
-  for (std::int64_t row = 4 * KiB; row <= max_row; row *= 4)
-    register_shape("sweep-rows-c16/" + std::to_string(row / KiB) + "KiB", {16, row, 1, 1 * KiB, 0}, false);
-  for (std::int64_t c = 1; c <= 64; c *= 2)
-    register_shape("sweep-capacity-1MiB/c" + std::to_string(c), {c, MiB / 4, 2, 16 * KiB, 0}, false);
-  return true;
-}();
-
 }  // namespace
+
+void register_transfer_shapes(const std::vector<NamedShape>& shapes) {
+  for (const auto& s : shapes) register_shape(s.name, s.shape, s.all_steps);
+}
+
+}  // namespace statexfer::bench

@@ -21,9 +21,9 @@
 
 #include "bench_common.hpp"
 
-namespace {
+namespace statexfer::bench {
 
-using namespace statexfer_bench;
+namespace {
 
 enum class Batch { valid, valid_notrailing, collide };
 
@@ -49,7 +49,9 @@ void run_validate(benchmark::State& state, std::int64_t capacity, Batch batch) {
       static_cast<double>(capacity), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
-const bool registered = [] {
+}  // namespace
+
+void register_validate_capacity() {
   const std::pair<const char*, Batch> batches[] = {
       {"valid", Batch::valid}, {"valid-notrailing", Batch::valid_notrailing}, {"collide", Batch::collide}};
   for (const auto& [name, batch] : batches)
@@ -59,7 +61,6 @@ const bool registered = [] {
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond)
           ->MinTime(0.05);
-  return true;
-}();
+}
 
-}  // namespace
+}  // namespace statexfer::bench

@@ -20,19 +20,15 @@
 
 #include <statexfer/statexfer.hpp>
 
+#include "shapes.hpp"
+
 #ifdef KOKKOS_ENABLE_CUDA
 #include <cuda_runtime.h>
 #endif
 
-namespace statexfer_bench {
+namespace statexfer::bench {
 
 using Exec = Kokkos::DefaultExecutionSpace;
-
-struct Shape {
-  std::int64_t capacity, row_bytes, page_regions, page_bytes, trailing;
-  std::int64_t page_tokens = 16, width = 16;
-  std::int64_t gap = 0;  // extra rows between the live and the snapshot rows
-};
 
 // Never time on zeros: a position-coded byte pattern.
 template <class View>
@@ -46,6 +42,7 @@ void fill_pattern(const View& v, int salt) {
 
 // An all-valid snapshot batch as the reference module's benchmark builds it:
 // every live row copies into its own snapshot row and saves its partial pages.
+// C = shape.capacity commands are written; num_ops = shape.live() of them run.
 struct Workload {
   statexfer::StatePool<Exec> pool;
   statexfer::StateCommands<Exec> commands;
@@ -121,15 +118,16 @@ struct Workload {
     Kokkos::deep_copy(commands.source_slots, src_h);
     Kokkos::deep_copy(commands.destination_slots, dst_h);
     Kokkos::deep_copy(commands.expected_consumed, end_h);
-    Kokkos::deep_copy(commands.num_ops, static_cast<std::int32_t>(c));
+    const std::int64_t live = s.live();
+    Kokkos::deep_copy(commands.num_ops, static_cast<std::int32_t>(live));
     for (auto& cache : caches) fill_pattern(cache, 23);
-    bytes_written = c * (row_bytes + s.page_regions * s.page_bytes + s.trailing * 2 * s.page_bytes);
+    bytes_written = live * (row_bytes + s.page_regions * s.page_bytes + s.trailing * 2 * s.page_bytes);
 
     // One checked run: every command must apply.
     transfer->validate();
     transfer->apply();
     auto errors = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), commands.errors);
-    for (std::int64_t i = 0; i < c; ++i)
+    for (std::int64_t i = 0; i < live; ++i)
       if (errors(i) != 0) throw std::runtime_error("benchmark batch is not all-valid: command " + std::to_string(i));
   }
 };
@@ -193,6 +191,11 @@ class Replayer {
 #endif
 };
 
-}  // namespace statexfer_bench
+// Registration (BenchTransfer.cpp, BenchValidate.cpp), called by the main
+// before benchmark::Initialize with the shapes the command line selected.
+void register_transfer_shapes(const std::vector<NamedShape>& shapes);
+void register_validate_capacity();
+
+}  // namespace statexfer::bench
 
 #endif
