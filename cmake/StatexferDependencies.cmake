@@ -191,7 +191,14 @@ function(_statexfer_kokkos_args version out)
   set(${out} "${args}" PARENT_SCOPE)
 endfunction()
 
-if(DEFINED Kokkos_ROOT OR DEFINED Kokkos_DIR OR DEFINED ENV{Kokkos_ROOT})
+# Kokkos_DIR is cached by find_package: only one the user set names their Kokkos.
+set(_statexfer_user_kokkos OFF)
+if(DEFINED Kokkos_ROOT OR DEFINED ENV{Kokkos_ROOT})
+  set(_statexfer_user_kokkos ON)
+elseif(DEFINED Kokkos_DIR AND NOT "${Kokkos_DIR}" STREQUAL "$CACHE{STATEXFER_BUILT_KOKKOS_DIR}")
+  set(_statexfer_user_kokkos ON)
+endif()
+if(_statexfer_user_kokkos)
   set(STATEXFER_KOKKOS_ORIGIN "installed")
   if(STATEXFER_KOKKOS_SOURCE)
     message(FATAL_ERROR "statexfer: give either an installed Kokkos (Kokkos_ROOT/Kokkos_DIR) or a source to build "
@@ -226,6 +233,8 @@ else()
   _statexfer_kokkos_args(${_kokkos_version} _kokkos_args)
   _statexfer_bundled_install(${_kokkos_name} "${_kokkos_src}" "${_stamp};${CMAKE_CXX_COMPILER};${_kokkos_args}"
                              _kokkos_prefix ${_kokkos_args})
+  set(Kokkos_DIR "${_kokkos_prefix}/lib/cmake/Kokkos" CACHE PATH "The Kokkos statexfer built" FORCE)
+  set(STATEXFER_BUILT_KOKKOS_DIR "${Kokkos_DIR}" CACHE INTERNAL "")
   find_package(Kokkos REQUIRED CONFIG PATHS "${_kokkos_prefix}" NO_DEFAULT_PATH)
 endif()
 

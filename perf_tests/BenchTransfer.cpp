@@ -45,10 +45,11 @@ void kernel_copy(const Exec& e, const Kokkos::View<std::uint8_t*, Exec::memory_s
 }
 
 void run(benchmark::State& state, const Shape& shape, Step which) {
+  const BenchInstance instance;
   std::unique_ptr<Workload> workload;
   Kokkos::View<std::uint8_t*, Exec::memory_space> a, b;
   try {
-    workload = std::make_unique<Workload>(shape);
+    workload = std::make_unique<Workload>(shape, instance.exec());
     a = decltype(a)("bench::memcpy_src", static_cast<std::size_t>(workload->bytes_written));
     b = decltype(b)("bench::memcpy_dst", static_cast<std::size_t>(workload->bytes_written));
   } catch (const std::exception& e) {  // a user's shape the library refuses, or out of memory
@@ -65,7 +66,7 @@ void run(benchmark::State& state, const Shape& shape, Step which) {
     case Step::memcpy: step = [&](const Exec& e) { Kokkos::deep_copy(e, b, a); }; break;
     case Step::memcpy_kernel: step = [&](const Exec& e) { kernel_copy(e, b, a); }; break;
   }
-  Replayer replayer(step);
+  Replayer replayer(instance, step);
   replayer.seconds_per_replay(10);  // warm-up
   const int replays = 20;
   for (auto _ : state) state.SetIterationTime(replayer.seconds_per_replay(replays));

@@ -30,17 +30,19 @@ enum class Batch { valid, valid_notrailing, collide };
 void run_validate(benchmark::State& state, std::int64_t capacity, Batch batch) {
   const std::int64_t KiB = 1024;
   const Shape shape{capacity, 1 * KiB, 1, 64, batch == Batch::valid_notrailing ? 0 : 1};
-  Workload w(shape);  // checks that the batch is all-valid
+  const BenchInstance instance;
+  Workload w(shape, instance.exec());  // checks that the batch is all-valid
   if (batch == Batch::collide) {
     Kokkos::deep_copy(w.commands.destination_slots, static_cast<std::int64_t>(capacity + 1));
     w.transfer->validate();
+    instance.exec().fence();
     auto errors = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.commands.errors);
     for (std::int64_t i = 0; i < capacity; ++i)
       if (errors(i) != (capacity > 1 ? 4 : 0))
         throw std::runtime_error("collide batch: command " + std::to_string(i) + " has code " +
                                  std::to_string(errors(i)));
   }
-  Replayer replayer([&](const Exec& e) { w.transfer->validate(e); });
+  Replayer replayer(instance, [&](const Exec& e) { w.transfer->validate(e); });
   replayer.seconds_per_replay(10);  // warm-up
   const int replays = 20;
   for (auto _ : state) state.SetIterationTime(replayer.seconds_per_replay(replays));

@@ -50,7 +50,8 @@ struct Workload {
   std::unique_ptr<statexfer::PreparedStateTransfer<Exec>> transfer;
   std::int64_t bytes_written = 0;
 
-  explicit Workload(const Shape& s) {
+  /// Prepares the transfer on `exec`, the instance the benchmark then runs it on.
+  Workload(const Shape& s, const Exec& exec) {
     const std::int64_t c = s.capacity;
     std::vector<statexfer::Region> regions{{"consumed_tokens", 0, 8, statexfer::DType::int64}};
     std::int64_t offset = 64;
@@ -102,7 +103,7 @@ struct Workload {
       config.trailing_pages.push_back({name, caches.back()});
     }
     transfer = std::make_unique<statexfer::PreparedStateTransfer<Exec>>(pool, commands, tables, config);
-    transfer->prepare();
+    transfer->prepare(exec);
 
     auto src_h = Kokkos::create_mirror_view(commands.source_slots);
     auto dst_h = Kokkos::create_mirror_view(commands.destination_slots);
@@ -126,67 +127,100 @@ struct Workload {
     // One checked run: every command must apply.
     transfer->validate();
     transfer->apply();
+    exec.fence();
     auto errors = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), commands.errors);
     for (std::int64_t i = 0; i < live; ++i)
       if (errors(i) != 0) throw std::runtime_error("benchmark batch is not all-valid: command " + std::to_string(i));
   }
 };
 
-// A step run `replays` times back to back; returns seconds per replay.
-class Replayer {
+/// The execution space instance one benchmark runs on: a stream of its own on
+/// CUDA (the Replayer captures it into a graph), the default instance on hosts.
+/// Transfers are prepared on it: they refuse any other instance.
+class BenchInstance {
  public:
-  explicit Replayer(std::function<void(const Exec&)> step) : step_(std::move(step)) {
+  BenchInstance() {
 #ifdef KOKKOS_ENABLE_CUDA
     cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
     exec_ = std::make_unique<Exec>(stream_);
-    cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal);
-    step_(*exec_);
-    cudaStreamEndCapture(stream_, &graph_);
-    if (cudaGraphInstantiate(&instance_, graph_, 0) != cudaSuccess)
+#else
+    exec_ = std::make_unique<Exec>();
+#endif
+  }
+  ~BenchInstance() {
+    exec_.reset();
+#ifdef KOKKOS_ENABLE_CUDA
+    cudaStreamDestroy(stream_);
+#endif
+  }
+  BenchInstance(const BenchInstance&) = delete;
+  BenchInstance& operator=(const BenchInstance&) = delete;
+  const Exec& exec() const { return *exec_; }
+#ifdef KOKKOS_ENABLE_CUDA
+  cudaStream_t stream() const { return stream_; }
+#endif
+
+ private:
+  std::unique_ptr<Exec> exec_;
+#ifdef KOKKOS_ENABLE_CUDA
+  cudaStream_t stream_{};
+#endif
+};
+
+// A step on `instance` run `replays` times back to back; returns seconds per replay.
+class Replayer {
+ public:
+  Replayer(const BenchInstance& instance, std::function<void(const Exec&)> step)
+      : instance_(instance), step_(std::move(step)) {
+#ifdef KOKKOS_ENABLE_CUDA
+    instance_.exec().fence();
+    cudaStreamBeginCapture(instance_.stream(), cudaStreamCaptureModeGlobal);
+    step_(instance_.exec());
+    cudaStreamEndCapture(instance_.stream(), &graph_);
+    if (cudaGraphInstantiate(&graph_instance_, graph_, 0) != cudaSuccess)
       throw std::runtime_error("statexfer-bench: graph instantiation failed");
     cudaEventCreate(&start_);
     cudaEventCreate(&stop_);
-#else
-    exec_ = std::make_unique<Exec>();
 #endif
   }
   ~Replayer() {
 #ifdef KOKKOS_ENABLE_CUDA
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
-    cudaGraphExecDestroy(instance_);
+    cudaGraphExecDestroy(graph_instance_);
     cudaGraphDestroy(graph_);
-    exec_.reset();
-    cudaStreamDestroy(stream_);
 #endif
   }
+  Replayer(const Replayer&) = delete;
+  Replayer& operator=(const Replayer&) = delete;
 
   double seconds_per_replay(int replays) {
 #ifdef KOKKOS_ENABLE_CUDA
-    cudaStreamSynchronize(stream_);
-    cudaEventRecord(start_, stream_);
-    for (int i = 0; i < replays; ++i) cudaGraphLaunch(instance_, stream_);
-    cudaEventRecord(stop_, stream_);
+    const cudaStream_t stream = instance_.stream();
+    cudaStreamSynchronize(stream);
+    cudaEventRecord(start_, stream);
+    for (int i = 0; i < replays; ++i) cudaGraphLaunch(graph_instance_, stream);
+    cudaEventRecord(stop_, stream);
     cudaEventSynchronize(stop_);
     float ms = 0;
     cudaEventElapsedTime(&ms, start_, stop_);
     return ms * 1e-3 / replays;
 #else
-    exec_->fence();
+    const Exec& exec = instance_.exec();
+    exec.fence();
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < replays; ++i) step_(*exec_);
-    exec_->fence();
+    for (int i = 0; i < replays; ++i) step_(exec);
+    exec.fence();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / replays;
 #endif
   }
 
  private:
+  const BenchInstance& instance_;
   std::function<void(const Exec&)> step_;
-  std::unique_ptr<Exec> exec_;
 #ifdef KOKKOS_ENABLE_CUDA
-  cudaStream_t stream_{};
   cudaGraph_t graph_{};
-  cudaGraphExec_t instance_{};
+  cudaGraphExec_t graph_instance_{};
   cudaEvent_t start_{}, stop_{};
 #endif
 };

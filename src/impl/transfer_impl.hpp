@@ -126,6 +126,19 @@ bool views_overlap(const A& a, const B& b) {
   return a0 < b1 && b0 < a1;
 }
 
+// Diagnostics for measuring apply()'s design on a machine (README, "Tuning
+// diagnostics"): an integer from the environment in [lo, hi], else `fallback`.
+inline std::int64_t env_integer(const char* name, std::int64_t fallback, std::int64_t lo, std::int64_t hi) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  if (*end != '\0' || value < lo || value > hi)
+    throw std::invalid_argument(std::string("statexfer: the environment variable ") + name + "=" + text +
+                                " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return value;
+}
+
 // Whether two handles name one execution space instance (one stream on CUDA).
 template <class ExecutionSpace>
 bool same_instance(const ExecutionSpace& a, const ExecutionSpace& b) {
@@ -348,7 +361,9 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
     const Region& r = layout.region(name);
     excluded_ranges.emplace_back(r.offset, r.offset + r.nbytes);
   }
-  std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans);
+  const std::int64_t tile = impl::env_integer("STATEXFER_APPLY_TILE_BYTES", impl::tile_bytes, 256, std::int64_t(1) << 30);
+  if (tile % 16 != 0) reject("STATEXFER_APPLY_TILE_BYTES must be a multiple of 16, got " + std::to_string(tile));
+  std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans, tile);
   for (impl::WorkItem& item : work)
     if (item.binding >= 0) item.page = entries[static_cast<std::size_t>(item.binding)];
   if (static_cast<std::int64_t>(work.size()) * c > std::numeric_limits<std::int32_t>::max())
@@ -384,12 +399,14 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
     throw std::invalid_argument("statexfer::PreparedStateTransfer::prepare: requires zero live commands (num_ops is " +
                                 std::to_string(count) + ")");
   // Bulk copies where the code that runs has them (Hopper and newer).
-  if constexpr (!std::is_same_v<memory_space, Kokkos::HostSpace>) d.bulk = impl::device_has_bulk_copy(exec);
+  if constexpr (!std::is_same_v<memory_space, Kokkos::HostSpace>)
+    d.bulk = impl::device_has_bulk_copy(exec) && impl::env_integer("STATEXFER_APPLY_BULK", 1, 0, 1) == 1;
   // Apply's team: 128 threads on a GPU (measured best on the H200 among 128, 256
   // and 512), never more than the policy allows for this functor.
   using apply_functor = impl::ApplyFunctor<ExecutionSpace>;
   const typename apply_functor::policy_type probe(exec, 1, 1);
-  d.apply_team_size = std::max(1, std::min(128, probe.team_size_max(d.apply_functor(), Kokkos::ParallelForTag())));
+  const int team = static_cast<int>(impl::env_integer("STATEXFER_APPLY_TEAM_SIZE", 128, 1, 1024));
+  d.apply_team_size = std::max(1, std::min(team, probe.team_size_max(d.apply_functor(), Kokkos::ParallelForTag())));
   // Host backends: a team of one. Teams of several OpenMP threads only add rendezvous
   // (hundreds of µs a step on 2 cores) to work that is one memcpy per tile.
   if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.apply_team_size = 1;
