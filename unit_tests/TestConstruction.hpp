@@ -1,7 +1,7 @@
 #ifndef STATEXFER_TEST_CONSTRUCTION_HPP
 #define STATEXFER_TEST_CONSTRUCTION_HPP
 
-// Host errors of SPEC §3: every check of the PreparedStateTransfer constructor,
+// Host errors of docs/CONTRACT.md §3: every check of the PreparedStateTransfer constructor,
 // of StateLayout, StatePool, StateCommands and RequestState, prepare() with live
 // commands, and validate()/apply() before prepare(). Each asserts the exact
 // exception type, that the message names the argument, and that nothing was
@@ -982,7 +982,7 @@ TEST(TEST_CATEGORY, construction_largest_endpoint_fits_in_int64) {
   }
 }
 
-// SPEC §2 lets memory_capacity change between replays; the device clamps it to
+// docs/CONTRACT.md §2 lets memory_capacity change between replays; the device clamps it to
 // the real rows and cache pages (the seed trusts it and would read and write past
 // the pool and the caches). Checked here through the API on every backend.
 TEST(TEST_CATEGORY, construction_memory_capacity_is_clamped_on_the_device) {

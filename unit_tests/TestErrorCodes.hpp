@@ -1,8 +1,8 @@
 #ifndef STATEXFER_TEST_ERROR_CODES_HPP
 #define STATEXFER_TEST_ERROR_CODES_HPP
 
-// Every error code of SPEC §4 from minimal hand-built batches, with the bytes
-// each batch moves (SPEC §5): commands with a non-zero code write nothing,
+// Every error code of docs/CONTRACT.md §4 from minimal hand-built batches, with the bytes
+// each batch moves (docs/CONTRACT.md §5): commands with a non-zero code write nothing,
 // commands with code 0 write exactly what §5 says.
 //
 // The default batch (batch_fixture.hpp): C = 4, 12 pool rows of 80 bytes, PT = 4,

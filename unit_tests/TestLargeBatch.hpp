@@ -7,7 +7,7 @@
 // transfer reused across batches) and through the brute-force host reference
 // (reference_run); error codes, pool and caches must agree byte for byte, at
 // every capacity from 1 to 4096, so the contract's path (<= 64) and the sorted
-// path (> 64) are held to the same reading of SPEC §4.
+// path (> 64) are held to the same reading of docs/CONTRACT.md §4.
 //
 // Besides random batches, each capacity gets adversarial ones: many rows on one
 // destination, one main tail page, one trailing page (restores: all conflict;
