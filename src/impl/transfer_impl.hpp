@@ -432,13 +432,13 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
                                 std::to_string(count) + ")");
   // Bulk copies where the code that runs has them (Hopper and newer).
   if constexpr (!std::is_same_v<memory_space, Kokkos::HostSpace>) d.bulk = impl::device_has_bulk_copy(exec);
-  // Apply's team: 128 threads on a GPU (measured best on the H200 among 128, 256
-  // and 512), never more than the policy allows for this functor.
+  // Apply's team: 128 threads on a GPU (the best of 128, 256 and 512 in the
+  // sittings of perf_tests/RESULTS.md), never more than the policy allows.
   using apply_functor = impl::ApplyFunctor<ExecutionSpace>;
   const typename apply_functor::policy_type probe(exec, 1, 1);
   d.apply_team_size = std::max(1, std::min(128, probe.team_size_max(d.apply_functor(), Kokkos::ParallelForTag())));
-  // Host backends: a team of one. Teams of several OpenMP threads only add rendezvous
-  // (hundreds of µs a step on 2 cores) to work that is one memcpy per tile.
+  // Host backends: a team of one. Teams of several OpenMP threads only add
+  // rendezvous to work that is one memcpy per tile.
   if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.apply_team_size = 1;
   using validate_functor = impl::ValidateFunctor<ExecutionSpace>;
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {

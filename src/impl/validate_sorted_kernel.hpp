@@ -16,7 +16,7 @@
 //                        or 1 of a copying row with a valid slot, when used
 //  2. Sort and look up (SortedLookupFunctor), a team per chunk of an array
 //     (chunks of at most 1024 keys, so that C = 4096 spreads over 20 SMs: one
-//     team sorting 4096 keys took 53 µs on an H200, issue-bound): the chunk is
+//     team sorting all 4096 keys is issue-bound on one SM, perf_tests/RESULTS.md): the chunk is
 //     copied into team scratch (shared memory on CUDA, 8 KiB), sorted there by
 //     the team sort (Kokkos 4: Kokkos::Experimental::sort_team; Kokkos 3.4:
 //     Kokkos Kernels' TeamBitonicSort; neither: a bitonic network of our own),
