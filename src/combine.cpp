@@ -12,7 +12,7 @@ const char* to_string(CombineBackend backend) noexcept {
   return "unknown";
 }
 
-// The order SPEC §4 checks codes in (5, 1, 2, 3, 4, 6, then 0) is the combined order.
+// The order docs/CONTRACT.md §4 checks codes in (5, 1, 2, 3, 4, 6, then 0) is the combined order.
 static_assert(combine_error_codes(0, 6) == 6 && combine_error_codes(6, 4) == 4 && combine_error_codes(4, 3) == 3 &&
               combine_error_codes(3, 2) == 2 && combine_error_codes(2, 1) == 1 && combine_error_codes(1, 5) == 5 &&
               combine_error_codes(0, 0) == 0 && combine_error_codes(5, 0) == 5);

@@ -2,7 +2,7 @@
 #include <Kokkos_Core.hpp>
 
 #ifdef KOKKOS_ENABLE_OPENMP
-#include "combine_impl.hpp"
+#include "impl/combine_impl.hpp"
 
 namespace statexfer {
 template class ErrorCombiner<Kokkos::OpenMP>;

@@ -10,7 +10,7 @@ namespace {
 void push_tiles(std::vector<WorkItem>& out, WorkKind kind, std::int64_t begin, std::int64_t end, std::int32_t binding,
                 std::int32_t part, std::int64_t tile) {
   for (std::int64_t at = begin; at < end; at += tile)
-    out.push_back({at, std::min(tile, end - at), kind, binding, part, 0});
+    out.push_back({at, std::min(tile, end - at), kind, binding, part, 0, BindingEntry{}});
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 
 // Targeted tests on hand-made cases: excluded regions, several page bindings of
 // equal and different sizes, trailing (draft) bindings at every kind of
-// endpoint, and the error codes of SPEC section 4 in small crafted batches.
+// endpoint, and the error codes of docs/CONTRACT.md §4 in small crafted batches.
 // Each case runs through the library on TEST_EXECSPACE and through the host
 // reference; both must agree byte for byte, and both must equal expected bytes
 // and codes written out in the test itself (so that the test does not only
@@ -301,7 +301,7 @@ TEST(TEST_CATEGORY, bindings_trailing_same_page) {
   check<TEST_EXECSPACE>(c, &want, "both parts on one page");
 }
 
-// The error codes of SPEC section 4 in small crafted batches, written out per
+// The error codes of docs/CONTRACT.md §4 in small crafted batches, written out per
 // scenario; a batch's bytes change only for its rows with code 0.
 TEST(TEST_CATEGORY, bindings_error_codes) {
   using namespace bindings;

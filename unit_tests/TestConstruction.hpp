@@ -1,7 +1,7 @@
 #ifndef STATEXFER_TEST_CONSTRUCTION_HPP
 #define STATEXFER_TEST_CONSTRUCTION_HPP
 
-// Host errors of SPEC §3: every check of the PreparedStateTransfer constructor,
+// Host errors of docs/CONTRACT.md §3: every check of the PreparedStateTransfer constructor,
 // of StateLayout, StatePool, StateCommands and RequestState, prepare() with live
 // commands, and validate()/apply() before prepare(). Each asserts the exact
 // exception type, that the message names the argument, and that nothing was
@@ -657,6 +657,132 @@ TEST(TEST_CATEGORY, construction_overlapping_caches) {
   }
 }
 
+// ------------------------------------------- validation inputs apart from written memory
+
+// apply() writes the pool and the caches while validate_and_apply() may still be
+// deciding other rows from the inputs; validate() writes errors. An input inside
+// written memory is rejected, naming both (docs/CONTRACT.md §3).
+TEST(TEST_CATEGORY, construction_validation_inputs_apart_from_written_memory) {
+  using backing_view = statexfer::StatePool<Exec>::backing_view;
+  using capacity_view = statexfer::StatePool<Exec>::capacity_view;
+  const auto rb = static_cast<std::size_t>(statexfer_test::test_row_bytes);
+  {
+    // The review's example: request consumed tokens as a strided View of the pool's
+    // consumed_tokens column (rows 1..C), one pool row between elements.
+    CtorArgs s;
+    const Kokkos::LayoutStride column(static_cast<std::size_t>(s.c), rb / 8, 1, 1);
+    s.config.requests.consumed_tokens = statexfer::RequestState<Exec>::consumed_view(
+        reinterpret_cast<std::int64_t*>(s.pool.backing().data() + rb + statexfer_test::off_consumed), column);
+    EXPECT_TRUE(rejects(s, {"requests.consumed_tokens", "pool backing", "apply() writes"}));
+  }
+  {
+    CtorArgs s;  // a page table inside the kv cache
+    s.tables = statexfer::PageTable<Exec>(reinterpret_cast<std::int32_t*>(s.kv.data() + 64), 4, 4);
+    EXPECT_TRUE(rejects(s, {"page_tables", "cache of binding 'kv'"}));
+  }
+  {
+    CtorArgs s;
+    s.with_trailing();
+    s.config.trailing_tables = statexfer::PageTable<Exec>(reinterpret_cast<std::int32_t*>(s.draft.data()), 4, 4);
+    EXPECT_TRUE(rejects(s, {"trailing_tables", "cache of binding 'draft'"}));
+    s.config.trailing_tables =
+        statexfer::PageTable<Exec>(reinterpret_cast<std::int32_t*>(s.pool.backing().data()), 4, 4);
+    EXPECT_TRUE(rejects(s, {"trailing_tables", "pool backing"}));
+  }
+  {
+    CtorArgs s;
+    s.config.state_rows =
+        statexfer::StateRows<Exec>(reinterpret_cast<std::int64_t*>(s.pool.backing().data() + rb), 4, 8);
+    EXPECT_TRUE(rejects(s, {"state_rows", "pool backing"}));
+  }
+  {
+    CtorArgs s;
+    s.pool = statexfer::StatePool<Exec>(s.pool.layout(), s.pool.backing(),
+                                        capacity_view(reinterpret_cast<std::int64_t*>(s.kv.data()), 2));
+    EXPECT_TRUE(rejects(s, {"pool memory_capacity", "cache of binding 'kv'"}));
+  }
+  {
+    CtorArgs s;
+    s.commands.num_ops = int32_view(reinterpret_cast<std::int32_t*>(s.kv.data() + 252), 1);  // the last 4 bytes
+    EXPECT_TRUE(rejects(s, {"commands.num_ops", "cache of binding 'kv'"}));
+  }
+  {
+    CtorArgs s;
+    s.commands.request_slots = int64_view(reinterpret_cast<std::int64_t*>(s.pool.backing().data() + 2 * rb), 4);
+    EXPECT_TRUE(rejects(s, {"commands.request_slots", "pool backing"}));
+  }
+  {
+    CtorArgs s;
+    s.with_trailing();
+    s.commands.expected_consumed = int64_view(reinterpret_cast<std::int64_t*>(s.draft.data() + 8), 4);
+    EXPECT_TRUE(rejects(s, {"commands.expected_consumed", "cache of binding 'draft'"}));
+  }
+  {
+    CtorArgs s;  // errors: validate() writes them
+    s.commands.errors = int32_view(reinterpret_cast<std::int32_t*>(s.pool.backing().data() + 3 * rb), 4);
+    EXPECT_TRUE(rejects(s, {"commands.errors", "pool backing"}));
+    s.commands.errors = int32_view(reinterpret_cast<std::int32_t*>(s.commands.operation.data() + 2), 4);
+    EXPECT_TRUE(rejects(s, {"commands.operation", "overlaps commands.errors"}));
+  }
+  {
+    // A page table right after the pool's last byte is apart from it; four bytes
+    // earlier it is not.
+    CtorArgs s;
+    const std::size_t rows = static_cast<std::size_t>(s.pool.rows());
+    Kokkos::View<std::uint8_t*, Exec::memory_space> storage("storage", rows * rb + 64);
+    s.pool =
+        statexfer::StatePool<Exec>(s.pool.layout(), backing_view(storage.data(), rows, rb), s.pool.memory_capacity());
+    s.fill_pool();
+    s.tables = statexfer::PageTable<Exec>(reinterpret_cast<std::int32_t*>(storage.data() + rows * rb), 4, 4);
+    EXPECT_TRUE(accepts(s));
+    s.tables = statexfer::PageTable<Exec>(reinterpret_cast<std::int32_t*>(storage.data() + rows * rb - 4), 4, 4);
+    EXPECT_TRUE(rejects(s, {"page_tables", "pool backing"}));
+  }
+}
+
+// ------------------------------------------------------------------ moved-from transfers
+
+TEST(TEST_CATEGORY, construction_moved_from_transfer) {
+  CtorArgs s;
+  s.with_trailing();
+  auto t = s.make();
+  t.prepare(Exec());
+  const std::string summary = t.launch_summary();
+  const std::int64_t items = t.work_items_per_command();
+  auto owner = std::move(t);
+  EXPECT_EQ(owner.capacity(), 4);
+  EXPECT_TRUE(owner.prepared());
+  EXPECT_EQ(owner.launch_summary(), summary);
+  EXPECT_EQ(owner.work_items_per_command(), items);
+  EXPECT_EQ(owner.page_regions(), std::vector<std::string>{"kv"});
+  EXPECT_EQ(owner.trailing_regions(), std::vector<std::string>{"draft"});
+
+  // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is what is tested.
+  EXPECT_EQ(t.capacity(), 0);
+  EXPECT_EQ(t.work_items_per_command(), 0);
+  EXPECT_TRUE(t.page_regions().empty());
+  EXPECT_TRUE(t.trailing_regions().empty());
+  EXPECT_FALSE(t.prepared());
+  EXPECT_EQ(t.launch_summary(), "moved-from");
+  const Image before = image_of(s);
+  EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.prepare(Exec()); }, {"prepare", "moved from"}));
+  EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.validate(Exec()); }, {"validate", "moved from"}));
+  EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.apply(Exec()); }, {"apply", "moved from"}));
+  EXPECT_TRUE(
+      throws_naming<std::logic_error>([&] { t.validate_and_apply(Exec()); }, {"validate_and_apply", "moved from"}));
+  EXPECT_TRUE(throws_naming<std::logic_error>([&] { (void)t.execution_space_instance(); },
+                                              {"execution_space_instance", "moved from"}));
+  EXPECT_TRUE(image_of(s) == before);
+
+  // Assigning to a moved-from transfer makes it whole again.
+  t = std::move(owner);
+  EXPECT_EQ(t.capacity(), 4);
+  EXPECT_EQ(t.launch_summary(), summary);
+  EXPECT_NO_THROW(t.validate_and_apply(Exec()));
+  EXPECT_EQ(owner.capacity(), 0);
+  // NOLINTEND(bugprone-use-after-move)
+}
+
 // ------------------------------------------------------------------ StateLayout, StatePool
 
 TEST(TEST_CATEGORY, construction_state_layout_errors) {
@@ -856,7 +982,7 @@ TEST(TEST_CATEGORY, construction_largest_endpoint_fits_in_int64) {
   }
 }
 
-// SPEC §2 lets memory_capacity change between replays; the device clamps it to
+// docs/CONTRACT.md §2 lets memory_capacity change between replays; the device clamps it to
 // the real rows and cache pages (the seed trusts it and would read and write past
 // the pool and the caches). Checked here through the API on every backend.
 TEST(TEST_CATEGORY, construction_memory_capacity_is_clamped_on_the_device) {

@@ -1,8 +1,8 @@
 #ifndef STATEXFER_TEST_ERROR_CODES_HPP
 #define STATEXFER_TEST_ERROR_CODES_HPP
 
-// Every error code of SPEC §4 from minimal hand-built batches, with the bytes
-// each batch moves (SPEC §5): commands with a non-zero code write nothing,
+// Every error code of docs/CONTRACT.md §4 from minimal hand-built batches, with the bytes
+// each batch moves (docs/CONTRACT.md §5): commands with a non-zero code write nothing,
 // commands with code 0 write exactly what §5 says.
 //
 // The default batch (batch_fixture.hpp): C = 4, 12 pool rows of 80 bytes, PT = 4,
@@ -914,6 +914,44 @@ TEST(TEST_CATEGORY, error_codes_apply_reads_combined_errors) {
   b.transfer->apply(TEST_EXECSPACE());
   b.read_back();
   EXPECT_TRUE(b.memory_is(b.expect({cmds[1]})));
+}
+
+// apply() acts on the plan the last validate() stored (docs/CONTRACT.md §5): num_ops,
+// commands and tables rewritten in between change nothing, and `errors` can only
+// veto. The reference module re-reads them; the library deliberately does not.
+TEST(TEST_CATEGORY, error_codes_apply_acts_on_the_validated_plan) {
+  using statexfer_test::download;
+  using statexfer_test::upload;
+  const std::vector<Command> validated = {snapshot_cmd(0, 1, 5, 6), restore_cmd(1, 6, 2, 6), {2, 3, 9, 0, 7}};
+  // 0: num_ops only; 1: num_ops and every command; 2: the tables and errors too.
+  for (int rewrite = 0; rewrite < 3; ++rewrite) {
+    SCOPED_TRACE("rewrite " + std::to_string(rewrite));
+    ErrorCodesBatch b;
+    b.sync();
+    b.upload_commands(validated, 3);
+    b.transfer->validate(TEST_EXECSPACE());
+    TEST_EXECSPACE().fence();
+    const codes_t codes = b.codes({0, 0, 3});
+    EXPECT_EQ(download(b.commands.errors), codes);
+    if (rewrite == 0) {
+      upload(b.commands.num_ops, std::vector<std::int32_t>{0});
+    } else {
+      // Other rows, other endpoints, the rejected row made valid, one more live row.
+      b.upload_commands({snapshot_cmd(0, 1, 9, 5), restore_cmd(1, 7, 2, 6), snapshot_cmd(2, 3, 10, 6),
+                         reset_cmd(3, 4)}, 4);
+      upload(b.commands.errors, codes);
+    }
+    if (rewrite == 2) {
+      std::vector<std::int32_t> other_tables = b.tables_h;
+      for (auto& page : other_tables) page = (page + 7) % 32;
+      upload(b.tables, other_tables);
+      upload(b.commands.errors, b.codes({0, 0, 0, 0}));
+    }
+    b.transfer->apply(TEST_EXECSPACE());
+    b.read_back();
+    // What validate() saw: rows 0 and 1 apply with the tables it read; row 2 does not.
+    EXPECT_TRUE(b.memory_is(b.expect({validated[0], validated[1]})));
+  }
 }
 
 // ----------------------------------------------------------------------- names

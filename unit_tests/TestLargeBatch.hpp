@@ -7,7 +7,7 @@
 // transfer reused across batches) and through the brute-force host reference
 // (reference_run); error codes, pool and caches must agree byte for byte, at
 // every capacity from 1 to 4096, so the contract's path (<= 64) and the sorted
-// path (> 64) are held to the same reading of SPEC §4.
+// path (> 64) are held to the same reading of docs/CONTRACT.md §4.
 //
 // Besides random batches, each capacity gets adversarial ones: many rows on one
 // destination, one main tail page, one trailing page (restores: all conflict;
@@ -442,7 +442,7 @@ TEST(TEST_CATEGORY, large_batch_matches_reference_every_capacity) {
         // silently stop covering them).
         switch (scenario) {
           case Scenario::one_destination:
-            if (C >= 2) EXPECT_EQ(count_code(expected, C, 4, live), live) << what;
+            if (C >= 2) { EXPECT_EQ(count_code(expected, C, 4, live), live) << what; }
             break;
           case Scenario::snapshots_one_page:
           case Scenario::restores_one_source:
@@ -451,7 +451,7 @@ TEST(TEST_CATEGORY, large_batch_matches_reference_every_capacity) {
           case Scenario::invalid_count: EXPECT_EQ(count_code(expected, C, 5, C), C) << what; break;
           case Scenario::one_tail_page:
           case Scenario::one_trailing_page:
-            if (C >= 8 && live > 1) EXPECT_GT(count_code(expected, C, 4, live), 0) << what;
+            if (C >= 8 && live > 1) { EXPECT_GT(count_code(expected, C, 4, live), 0) << what; }
             break;
           default: break;
         }
@@ -487,7 +487,7 @@ TEST(TEST_CATEGORY, large_batch_bytes_match_reference) {
       fill_batch(rng, shape, c, scenario);
       const std::string what = "bytes_C" + std::to_string(C) + "_" + name(scenario);
       const tools::CaseOutputs expected = check(c, what, tally);
-      if (scenario != Scenario::one_trailing_page) EXPECT_EQ(count_code(expected, C, 0, C), C) << what;
+      if (scenario != Scenario::one_trailing_page) { EXPECT_EQ(count_code(expected, C, 0, C), C) << what; }
     }
     // A valid mixed batch: distinct rows and pages, every kind of command.
     fill_batch(rng, shape, c, Scenario::mixed);

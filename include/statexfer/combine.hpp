@@ -2,13 +2,13 @@
 #define STATEXFER_COMBINE_HPP
 
 // ErrorCombiner: combine the validation errors of all tensor-parallel ranks
-// between validate() and apply() (SPEC §6), so that a command applies on every
+// between validate() and apply() (docs/CONTRACT.md §6), so that a command applies on every
 // rank or on none.
 //
 // Each rank holds a shard of the state and validates the same batch against its
 // own page tables and capacities, so codes can differ between ranks (a page
 // unmapped on one rank only). combine() replaces every rank's `errors` with the
-// same combined code per command: the one that comes first in SPEC §4's order
+// same combined code per command: the one that comes first in docs/CONTRACT.md §4's order
 // 5, 1, 2, 3, 4, 6 among the ranks' codes, 0 only where every rank has 0. It
 // maps codes to priorities (error_priority), reduces them with MAX across the
 // ranks and maps them back (error_from_priority). apply() reads `errors`

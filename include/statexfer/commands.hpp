@@ -15,7 +15,7 @@
 
 namespace statexfer {
 
-/// Device-side validation result of one command (SPEC §4). 0 means the command
+/// Device-side validation result of one command (docs/CONTRACT.md §4). 0 means the command
 /// applies; any other code means it writes nothing.
 enum class CommandError : std::int32_t {
   none = 0,
@@ -32,7 +32,7 @@ const char* to_string(CommandError code) noexcept;
 /// Same for the raw int32 stored in the errors array.
 const char* command_error_name(std::int32_t code) noexcept;
 
-/// Batch capacities of the contract (SPEC §2, the seed's): powers of two from 1
+/// Batch capacities of the contract (docs/CONTRACT.md §2, the seed's): powers of two from 1
 /// to max_capacity. Validation compares every command with every other one in
 /// one team (O(C^2)), exactly as the seed.
 inline constexpr int max_capacity = 64;
@@ -40,7 +40,7 @@ inline constexpr int max_capacity = 64;
 bool is_valid_capacity(std::int64_t capacity) noexcept;
 
 /// Extension beyond the contract (large batches): the powers of two 128 to
-/// max_extended_capacity are accepted as well, with the same semantics (SPEC §4
+/// max_extended_capacity are accepted as well, with the same semantics (docs/CONTRACT.md §4
 /// and §5 unchanged); their validation sorts the keys that can collide (team
 /// bitonic sorts of chunks of at most 1024 keys, then a binary search per query)
 /// instead of comparing every pair.

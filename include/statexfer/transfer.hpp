@@ -57,13 +57,28 @@ template <class ExecutionSpace>
 struct TransferData;
 }
 
-/// Validates then applies a batch of commands (SPEC §4-§5). The constructor
-/// performs every host check (std::invalid_argument naming the argument);
+/// Validates then applies a batch of commands (docs/CONTRACT.md §4-§5). The
+/// constructor performs every host check (std::invalid_argument naming the
+/// argument; docs/CONTRACT.md §3), including that no input validation reads
+/// overlaps the pool or a cache, which apply() writes;
 /// prepare() runs each kernel once with an empty batch so that nothing is left
 /// to set up; validate() and apply() then only enqueue work on the instance they
 /// are given, so both can be captured into a CUDA graph and replayed with new
 /// command contents. Tensor-parallel callers combine the errors of all ranks
 /// between validate() and apply(): apply() reads `errors` afresh.
+///
+/// apply() acts on the plan the last validate() stored (docs/CONTRACT.md §5):
+/// which rows are live, their rows, partial and trailing pages. num_ops, the
+/// command arrays, the page and trailing tables, state rows and request state
+/// rewritten between validate() and apply() change nothing that apply() does;
+/// upload a batch before validate(). Only `errors` is read again, and it can
+/// only veto: a row validate() rejected stays unapplied whatever `errors` says.
+///
+/// A moved-from transfer holds no state: capacity() and
+/// work_items_per_command() return 0, the region lists are empty,
+/// launch_summary() says "moved-from", prepared() is false, and prepare(),
+/// validate(), apply(), validate_and_apply() and execution_space_instance()
+/// throw std::logic_error.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 class PreparedStateTransfer {
  public:
@@ -98,7 +113,9 @@ class PreparedStateTransfer {
   /// kernel; three for capacities above 64 (keys, sort, decide).
   void validate() const;
   void validate(const ExecutionSpace& exec) const;
-  /// Enqueue the writes of every live command whose error is 0. One kernel.
+  /// Enqueue the writes of every command the last validate() found live with
+  /// code 0 and whose `errors` entry is still 0 (combined across ranks since),
+  /// from the rows and pages that validate() planned. One kernel.
   void apply() const;
   void apply(const ExecutionSpace& exec) const;
   /// validate() then apply() for a single rank, with the same `errors`, plan,

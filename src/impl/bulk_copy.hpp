@@ -3,11 +3,11 @@
 
 // Hopper's bulk asynchronous copies (cp.async.bulk, the TMA engine) for apply():
 // one thread of a team streams a range global -> shared -> global through a ring
-// of staging buffers in team scratch, completion tracked by mbarriers. On an
-// H200 this moved tiles of 64 KiB at 3.96-4.05 TB/s (read + write) where the
-// same tiles copied by the team's loads and stores reached 3.4
-// (tools/gpu/bulk_copy_bench.cu, perf_tests/RESULTS.md). Compiled for sm_90 and
-// newer only; elsewhere apply() copies with loads and stores.
+// of staging buffers in team scratch, completion tracked by mbarriers. It moves
+// large tiles faster than the team's own loads and stores, which keep registers
+// busy with the data (tools/gpu/bulk_copy_bench.cu measures both; figures in
+// perf_tests/RESULTS.md). Compiled for sm_90 and newer only; elsewhere apply()
+// copies with loads and stores.
 
 // No Kokkos here: tools/gpu/bulk_copy_bench.cu measures the same code outside it.
 

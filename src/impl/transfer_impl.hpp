@@ -115,15 +115,28 @@ void check_memory(const View& v, const std::string& name) {
     reject(name + " has " + std::to_string(v.span()) + " elements but no memory (a null data pointer)");
 }
 
+// The bytes [begin, end) a View's elements lie in. span() is the extent of its
+// memory for every layout, strided Views (LayoutStride) included.
+struct ByteRange {
+  std::uintptr_t begin = 0;
+  std::uintptr_t end = 0;
+};
+
+template <class View>
+ByteRange byte_range(const View& v) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(v.data());
+  if (v.span() == 0 || v.data() == nullptr) return {begin, begin};
+  return {begin, begin + v.span() * sizeof(typename View::value_type)};
+}
+
+inline bool ranges_overlap(const ByteRange& a, const ByteRange& b) {
+  return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end;
+}
+
 // Byte ranges of two Views overlap.
 template <class A, class B>
 bool views_overlap(const A& a, const B& b) {
-  if (a.span() == 0 || b.span() == 0) return false;
-  const auto a0 = reinterpret_cast<std::uintptr_t>(a.data());
-  const auto b0 = reinterpret_cast<std::uintptr_t>(b.data());
-  const auto a1 = a0 + a.span() * sizeof(typename A::value_type);
-  const auto b1 = b0 + b.span() * sizeof(typename B::value_type);
-  return a0 < b1 && b0 < a1;
+  return ranges_overlap(byte_range(a), byte_range(b));
 }
 
 // Diagnostics for measuring apply()'s design on a machine (README, "Tuning
@@ -323,6 +336,40 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
         reject("caches of bindings '" + caches[j].first + "' and '" + caches[i].first + "' overlap");
   }
 
+  // Memory the kernels read must not alias memory they write. apply() writes the
+  // pool and the caches; validate_and_apply() decides a row in every team of it
+  // while other teams write, so an input inside the pool or a cache (say request
+  // consumed tokens as a strided View of the pool's consumed_tokens column) could
+  // give teams of one row different codes and tear the row. validate() writes
+  // errors while it reads the other inputs.
+  std::vector<std::pair<std::string, impl::ByteRange>> inputs = {
+      {"commands.request_slots", impl::byte_range(commands.request_slots)},
+      {"commands.source_slots", impl::byte_range(commands.source_slots)},
+      {"commands.destination_slots", impl::byte_range(commands.destination_slots)},
+      {"commands.operation", impl::byte_range(commands.operation)},
+      {"commands.expected_consumed", impl::byte_range(commands.expected_consumed)},
+      {"commands.num_ops", impl::byte_range(commands.num_ops)},
+      {"pool memory_capacity", impl::byte_range(pool.memory_capacity())},
+      {"page_tables", impl::byte_range(tables)},
+      {"state_rows", impl::byte_range(config.state_rows)},
+      {"requests.consumed_tokens", impl::byte_range(config.requests.consumed_tokens)}};
+  if (!d.trailing_pages.empty()) inputs.emplace_back("trailing_tables", impl::byte_range(config.trailing_tables));
+  std::vector<std::pair<std::string, impl::ByteRange>> written = {
+      {"the pool backing", impl::byte_range(pool.backing())}};
+  for (const auto& [region, cache] : caches)
+    written.emplace_back("the cache of binding '" + region + "'", impl::byte_range(cache));
+  const impl::ByteRange errors = impl::byte_range(commands.errors);
+  for (const auto& [name, range] : written)
+    if (impl::ranges_overlap(errors, range))
+      reject("commands.errors overlaps " + name + " (validate() writes the one, apply() the other)");
+  for (const auto& [name, range] : inputs) {
+    for (const auto& [written_name, written_range] : written)
+      if (impl::ranges_overlap(range, written_range))
+        reject(name + " overlaps " + written_name + ": validation reads memory that apply() writes");
+    if (impl::ranges_overlap(range, errors))
+      reject(name + " overlaps commands.errors: validation reads memory that it writes");
+  }
+
   d.pool = pool;
   d.commands = commands;
   d.tables = tables;
@@ -401,14 +448,14 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   // Bulk copies where the code that runs has them (Hopper and newer).
   if constexpr (!std::is_same_v<memory_space, Kokkos::HostSpace>)
     d.bulk = impl::device_has_bulk_copy(exec) && impl::env_integer("STATEXFER_APPLY_BULK", 1, 0, 1) == 1;
-  // Apply's team: 128 threads on a GPU (measured best on the H200 among 128, 256
-  // and 512), never more than the policy allows for this functor.
+  // Apply's team: 128 threads on a GPU (the best of 128, 256 and 512 in the
+  // sittings of perf_tests/RESULTS.md), never more than the policy allows.
   using apply_functor = impl::ApplyFunctor<ExecutionSpace>;
   const typename apply_functor::policy_type probe(exec, 1, 1);
   const int team = static_cast<int>(impl::env_integer("STATEXFER_APPLY_TEAM_SIZE", 128, 1, 1024));
   d.apply_team_size = std::max(1, std::min(team, probe.team_size_max(d.apply_functor(), Kokkos::ParallelForTag())));
-  // Host backends: a team of one. Teams of several OpenMP threads only add rendezvous
-  // (hundreds of µs a step on 2 cores) to work that is one memcpy per tile.
+  // Host backends: a team of one. Teams of several OpenMP threads only add
+  // rendezvous to work that is one memcpy per tile.
   if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.apply_team_size = 1;
   using validate_functor = impl::ValidateFunctor<ExecutionSpace>;
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
@@ -514,11 +561,12 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSp
 
 template <class ExecutionSpace>
 std::int64_t PreparedStateTransfer<ExecutionSpace>::capacity() const noexcept {
-  return data_->shape.capacity;
+  return data_ ? data_->shape.capacity : 0;
 }
 
 template <class ExecutionSpace>
 std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
+  if (!data_) return "moved-from";
   const auto& d = *data_;
   if (!d.prepared) return "not prepared";
   const bool sorted = impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity);
@@ -538,20 +586,22 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
 template <class ExecutionSpace>
 std::vector<std::string> PreparedStateTransfer<ExecutionSpace>::page_regions() const {
   std::vector<std::string> names;
-  for (const auto& b : data_->pages) names.push_back(b.region);
+  if (data_)
+    for (const auto& b : data_->pages) names.push_back(b.region);
   return names;
 }
 
 template <class ExecutionSpace>
 std::vector<std::string> PreparedStateTransfer<ExecutionSpace>::trailing_regions() const {
   std::vector<std::string> names;
-  for (const auto& b : data_->trailing_pages) names.push_back(b.region);
+  if (data_)
+    for (const auto& b : data_->trailing_pages) names.push_back(b.region);
   return names;
 }
 
 template <class ExecutionSpace>
 std::int64_t PreparedStateTransfer<ExecutionSpace>::work_items_per_command() const noexcept {
-  return data_->shape.work_items;
+  return data_ ? data_->shape.work_items : 0;
 }
 
 }  // namespace statexfer

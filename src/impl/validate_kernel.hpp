@@ -1,7 +1,7 @@
 #ifndef STATEXFER_IMPL_VALIDATE_KERNEL_HPP
 #define STATEXFER_IMPL_VALIDATE_KERNEL_HPP
 
-// validate(): one team computes the code of every command row (SPEC §4), main
+// validate(): one team computes the code of every command row (docs/CONTRACT.md §4), main
 // and trailing checks in one launch, and the plan apply() follows.
 //
 // Capacities up to 64 (ValidateFunctor): every row is loaded once into team
@@ -70,7 +70,7 @@ struct ValidateLimits {
   bool has_trailing;
 };
 
-/// A row's own checks (SPEC §4 codes 1, 2, 3 and 5) and the keys of its own
+/// A row's own checks (docs/CONTRACT.md §4 codes 1, 2, 3 and 5) and the keys of its own
 /// conflict and page checks, before any other row is looked at.
 struct RowCheck {
   std::int64_t page;       // main partial page, or -1
@@ -127,7 +127,7 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
   return k;
 }
 
-/// o_page of SPEC §4: the partial page another row's conflict check sees, or -1.
+/// o_page of docs/CONTRACT.md §4: the partial page another row's conflict check sees, or -1.
 KOKKOS_INLINE_FUNCTION std::int64_t peer_page(const RowRecord& o) {
   const bool copy = o.op == 0;
   const bool tail = copy && (o.src == o.state || o.dst == o.state) && o.end > 0 && o.rem != 0;
@@ -148,7 +148,7 @@ KOKKOS_INLINE_FUNCTION void finish_row(const RowRecord& q, const RowCheck& k, bo
   }
   RowPlan p{q.src, q.dst, 0, static_cast<std::int32_t>(k.page), {-1, -1}};
   if (code == 0 && k.check) {
-    // Part 1 is checked after part 0, so its code wins, as in SPEC §4's order.
+    // Part 1 is checked after part 0, so its code wins, as in docs/CONTRACT.md §4's order.
     for (int part = 0; part < 2; ++part) {
       if (!k.t_active[part]) continue;
       if (k.t_page[part] < 0 || k.t_page[part] >= pages) code = 6;

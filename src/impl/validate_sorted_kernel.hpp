@@ -2,7 +2,7 @@
 #define STATEXFER_IMPL_VALIDATE_SORTED_KERNEL_HPP
 
 // validate() for the large-batch extension (capacities 128..4096): the same codes
-// and plan as ValidateFunctor (SPEC §4), with the conflict tests done by sorting
+// and plan as ValidateFunctor (docs/CONTRACT.md §4), with the conflict tests done by sorting
 // instead of comparing every pair of rows. Three launches:
 //
 //  1. Keys (SortedKeysFunctor), a thread per row: the row's record (load_row)
@@ -16,7 +16,7 @@
 //                        or 1 of a copying row with a valid slot, when used
 //  2. Sort and look up (SortedLookupFunctor), a team per chunk of an array
 //     (chunks of at most 1024 keys, so that C = 4096 spreads over 20 SMs: one
-//     team sorting 4096 keys took 53 µs on an H200, issue-bound): the chunk is
+//     team sorting all 4096 keys is issue-bound on one SM, perf_tests/RESULTS.md): the chunk is
 //     copied into team scratch (shared memory on CUDA, 8 KiB), sorted there by
 //     the team sort (Kokkos 4: Kokkos::Experimental::sort_team; Kokkos 3.4:
 //     Kokkos Kernels' TeamBitonicSort; neither: a bitonic network of our own),
@@ -32,7 +32,7 @@
 // Why the keys suffice: a checked row has 0 < dst, src < SLOTS <= rows, and a
 // peer's value can only equal such a key when it lies in (0, rows) too; main
 // partial pages are >= 0 on both sides; trailing entries are int32 (the
-// unused-part query of SPEC §4 looks up entry -1 the same way). A checked row's
+// unused-part query of docs/CONTRACT.md §4 looks up entry -1 the same way). A checked row's
 // own keys are in the arrays, so "another row" is "more keys than its own".
 // Work: O(C log^2 C) compare-exchanges in O(log^2 C) team steps for the sorts,
 // which run side by side on different SMs, and O(log C) per query and chunk

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -224,7 +225,12 @@ int main_impl(int argc, char* argv[]) {
     }
   }
 
-  // Kokkos' start-up advice (OMP_PROC_BIND, oversubscription) goes to stdout; --quiet means quiet.
+  // The OpenMP runtime read its environment when it was loaded, before main: with
+  // OMP_PROC_BIND unset its threads are unbound, which is what "false" says. Saying
+  // so spares every run Kokkos' four-line OMP_PROC_BIND advice; a caller's own
+  // setting (spread, close, ...) is kept and applies, since it was there at load.
+  setenv("OMP_PROC_BIND", "false", 0);
+  // Kokkos' start-up advice (oversubscription) goes to stdout; --quiet means quiet.
   std::string no_warnings = "--kokkos-disable-warnings";
   if (opt.quiet) kokkos_args.push_back(no_warnings.data());
   int kargc = static_cast<int>(kokkos_args.size());

@@ -2,7 +2,7 @@
 // configurations (page bindings, trailing bindings, excluded regions, capacities
 // 1 to 64, and 128 for the sorted validation), run through the library on
 // Kokkos::Serial (tools::run_case) and through the sequential host reference of
-// SPEC.md (reference_run). Error codes, the pool and every cache must agree byte
+// docs/CONTRACT.md (reference_run). Error codes, the pool and every cache must agree byte
 // for byte; any difference aborts, and ASan, UBSan and the Kokkos bounds checks
 // catch any access outside the Views.
 //

@@ -1,5 +1,5 @@
-#ifndef STATEXFER_COMBINE_IMPL_HPP
-#define STATEXFER_COMBINE_IMPL_HPP
+#ifndef STATEXFER_IMPL_COMBINE_IMPL_HPP
+#define STATEXFER_IMPL_COMBINE_IMPL_HPP
 
 // ErrorCombiner's definitions; included by one translation unit per execution
 // space (explicit instantiation), like the transfer's.
@@ -181,6 +181,7 @@ void ErrorCombiner<ExecutionSpace>::combine(const ExecutionSpace& exec) const {
   }
 #endif
   (void)n;
+  (void)exec;  // a build with neither MPI nor NCCL has nothing to enqueue
 }
 
 template <class ExecutionSpace>
