@@ -107,11 +107,15 @@ inline Image image_of(const CtorArgs& s) {
 
 /// The constructor throws exactly std::invalid_argument naming `words`, and writes nothing.
 inline ::testing::AssertionResult rejects(const CtorArgs& s, std::initializer_list<std::string> words) {
-  const Image before = image_of(s);
-  auto result = throws_naming<std::invalid_argument>([&] { auto t = s.make(); }, words);
-  if (!result) return result;
-  if (!(image_of(s) == before)) return ::testing::AssertionFailure() << "a failed construction wrote memory";
-  return result;
+  try {
+    const Image before = image_of(s);
+    auto result = throws_naming<std::invalid_argument>([&] { auto t = s.make(); }, words);
+    if (!result) return result;
+    if (!(image_of(s) == before)) return ::testing::AssertionFailure() << "a failed construction wrote memory";
+    return result;
+  } catch (const std::exception& e) {  // reading the memory back failed
+    return ::testing::AssertionFailure() << "reading the arguments' memory threw: " << e.what();
+  }
 }
 
 inline ::testing::AssertionResult accepts(const CtorArgs& s) {
