@@ -39,7 +39,7 @@ struct RunInfo {
 /// The human-readable summary (printed by rank 0).
 void print_summary(std::FILE* out, const Stats& st, const RunInfo& info);
 nlohmann::json report_json(const Stats& st, const RunInfo& info);
-/// Plot transfer time per step into `png` with examples/sim/plot_steps.py (false
+/// Plot transfer time per step into `png` with sim/plot_steps.py (false
 /// and a warning when no Python with matplotlib is found).
 bool plot_steps(const Stats& st, const std::string& png, const std::string& script);
 

@@ -7,7 +7,7 @@
 //   mpirun -np 2 statexfer-sim --tp 2 --verify --inject-fault 1:40
 //                                             tensor parallel, a rank-local fault
 //
-// See examples/sim/README.md for the model, the options and the trace format.
+// See sim/README.md for the model, the options and the trace format.
 
 #include <Kokkos_Core.hpp>
 
