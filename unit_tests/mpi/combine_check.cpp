@@ -1,6 +1,6 @@
 // statexfer::ErrorCombiner across MPI ranks: every rank writes its own codes,
-// combine() must leave every rank with the code that comes first in SPEC §4's
-// order 5, 1, 2, 3, 4, 6 (0 only where all ranks have 0), on every backend.
+// combine() must leave every rank with the code that comes first in the order
+// of docs/CONTRACT.md §4: 5, 1, 2, 3, 4, 6 (0 only where all ranks have 0), on every backend.
 //
 //   mpirun -np 2 statexfer-combine-check        exit 0: every pair and triple right
 

@@ -1,5 +1,5 @@
-#ifndef STATEXFER_TOOLS_RUN_CASE_IMPL_HPP
-#define STATEXFER_TOOLS_RUN_CASE_IMPL_HPP
+#ifndef STATEXFER_TEST_RUN_CASE_IMPL_HPP
+#define STATEXFER_TEST_RUN_CASE_IMPL_HPP
 
 // run_case<ExecutionSpace>: included at the end of run_case.hpp. Only public
 // Kokkos API shared by 3.4 and 4.x (Views, deep_copy, fence), so that it builds
@@ -18,7 +18,7 @@
 
 #include "case.hpp"
 
-namespace statexfer::tools {
+namespace statexfer::test {
 
 namespace run_case_detail {
 
@@ -52,7 +52,7 @@ Kokkos::View<T*, MemorySpace> upload1(const Case& c, const std::string& stem, DT
   const NpyArray& a = input(c, stem);
   require(c, stem, a, dtype, 1);
   const auto n = static_cast<std::size_t>(a.shape[0]);
-  Kokkos::View<T*, MemorySpace> v(Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer_tools::" + stem), n);
+  Kokkos::View<T*, MemorySpace> v(Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::test::" + stem), n);
   Kokkos::deep_copy(v, typename HostViewType<const T, 1>::type(a.data<T>(), n));
   return v;
 }
@@ -64,7 +64,7 @@ Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> upload2(const Case& c, const
   require(c, stem, a, dtype, 2);
   const auto n0 = static_cast<std::size_t>(a.shape[0]), n1 = static_cast<std::size_t>(a.shape[1]);
   Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> v(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer_tools::" + stem), n0, n1);
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::test::" + stem), n0, n1);
   Kokkos::deep_copy(v, typename HostViewType<const T, 2>::type(a.data<T>(), n0, n1));
   return v;
 }
@@ -166,6 +166,6 @@ CaseOutputs run_case(const Case& c, Steps steps) {
   return out;
 }
 
-}  // namespace statexfer::tools
+}  // namespace statexfer::test
 
 #endif

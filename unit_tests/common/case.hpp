@@ -1,5 +1,5 @@
-#ifndef STATEXFER_TOOLS_CASE_HPP
-#define STATEXFER_TOOLS_CASE_HPP
+#ifndef STATEXFER_TEST_CASE_HPP
+#define STATEXFER_TEST_CASE_HPP
 
 // The stx-case/1 exchange format (shared/conformance/README.md): a folder with
 // case.json, one .npy per input array and expected/ with the reference answers.
@@ -14,7 +14,7 @@
 
 #include <statexfer/layout.hpp>
 
-namespace statexfer::tools {
+namespace statexfer::test {
 
 /// Malformed input: a missing file, a bad .npy header, a wrong shape or dtype,
 /// bad JSON. what() names the file and what is wrong with it.
@@ -114,6 +114,6 @@ std::string to_string(const Difference& difference);
 /// CaseError when `root` is no folder; an empty list when it holds no case.
 std::vector<std::filesystem::path> find_cases(const std::filesystem::path& root);
 
-}  // namespace statexfer::tools
+}  // namespace statexfer::test
 
 #endif

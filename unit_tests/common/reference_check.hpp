@@ -1,8 +1,8 @@
-#ifndef STATEXFER_UNIT_TESTS_REFERENCE_CHECK_HPP
-#define STATEXFER_UNIT_TESTS_REFERENCE_CHECK_HPP
+#ifndef STATEXFER_TEST_REFERENCE_CHECK_HPP
+#define STATEXFER_TEST_REFERENCE_CHECK_HPP
 
 // One case through the library on an execution space and through the plain
-// sequential host reference of SPEC.md, compared byte for byte: the check of the
+// oracle (common/reference.hpp), compared byte for byte: the check of the
 // differential, large-row and large-batch tests.
 
 #include <gtest/gtest.h>
@@ -10,17 +10,17 @@
 #include <filesystem>
 #include <string>
 
-#include <statexfer_tools/case.hpp>
-#include <statexfer_tools/run_case.hpp>
+#include <common/case.hpp>
+#include <common/run_case.hpp>
 
-#include "case_factory.hpp"
-#include "reference/host_reference.hpp"
+#include "common/case_factory.hpp"
+#include "common/reference.hpp"
 
 namespace statexfer::test {
 
 struct ReferenceCheck {
   bool identical = false;
-  tools::CaseOutputs expected;  // the reference's outputs
+  CaseOutputs expected;  // the reference's outputs
 };
 
 /// Runs `c` on Exec (through `steps`) and on the reference. A difference fails the current test
@@ -28,12 +28,12 @@ struct ReferenceCheck {
 /// (counted in `saved`) are written to TempDir()/`suite`/<backend>/`what`, where
 /// `statexfer-replay` can run them again.
 template <class Exec>
-ReferenceCheck check_against_reference(const tools::Case& c, const std::string& suite, const std::string& what,
-                                       int keep, int& saved, tools::Steps steps = tools::Steps::separate) {
+ReferenceCheck check_against_reference(const Case& c, const std::string& suite, const std::string& what,
+                                       int keep, int& saved, Steps steps = Steps::separate) {
   ReferenceCheck out;
-  out.expected = reference::reference_run(c);
-  const tools::CaseOutputs actual = tools::run_case<Exec>(c, steps);
-  const tools::Comparison cmp = tools::compare_outputs(actual, out.expected);
+  out.expected = reference_run(c);
+  const CaseOutputs actual = run_case<Exec>(c, steps);
+  const Comparison cmp = compare_outputs(actual, out.expected);
   out.identical = cmp.identical();
   if (!out.identical) {
     std::string where;

@@ -1,17 +1,19 @@
-#ifndef STATEXFER_UNIT_TESTS_BATCH_FIXTURE_HPP
-#define STATEXFER_UNIT_TESTS_BATCH_FIXTURE_HPP
+#ifndef STATEXFER_TEST_BATCH_FIXTURE_HPP
+#define STATEXFER_TEST_BATCH_FIXTURE_HPP
 
 // A small hand-built batch for the construction and error-code tests: a pool of
 // known byte patterns, one page binding ("kv"), optionally one trailing binding
-// ("draft"), page tables, state rows and request state on an execution space,
-// plus a host model of SPEC §5 (one command at a time) to state the expected
-// bytes. Not a feature header (the name does not start with "Test").
+// ("draft"), page tables, state rows and request state on an execution space;
+// the expected bytes come from the oracle (oracle.hpp), one command at a time.
+// Not a feature header (the name does not start with "Test").
 
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
 
 #include <statexfer/statexfer.hpp>
+
+#include "common/oracle.hpp"
 
 #include <cstdint>
 #include <exception>
@@ -23,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-namespace statexfer_test {
+namespace statexfer::test {
 
 // ---------------------------------------------------------------------------
 // Exceptions: exact type and the words the message must contain.
@@ -340,52 +342,43 @@ struct Batch {
       if (e == name) return true;
     return false;
   }
-  bool excluded_byte(std::int64_t i) const {
+  /// docs/CONTRACT.md §5 for one command whose code is 0, on `m`: the oracle's
+  /// apply() on the host state with `m`'s pool and caches.
+  void apply_model(Memory& m, const Command& cmd) const {
     const statexfer::StateLayout layout = test_layout();
+    OracleGeometry g;
+    g.capacity = opt.capacity;
+    g.rows = opt.rows;
+    g.row_bytes = test_row_bytes;
+    g.page_tokens = opt.page_tokens;
+    g.width = opt.width;
+    g.consumed_offset = off_consumed;
+    g.cache_pages = opt.cache_pages;
     for (const auto& e : opt.excluded) {
       const auto& r = layout.region(e);
-      if (i >= r.offset && i < r.offset + r.nbytes) return true;
+      g.excluded.emplace_back(r.offset, r.offset + r.nbytes);
     }
-    return false;
-  }
-
-  /// SPEC §5 for one command whose code is 0, on `m`.
-  void apply_model(Memory& m, const Command& cmd) const {
-    const std::int64_t rb = test_row_bytes, pt = opt.page_tokens;
-    auto row = [&](std::int64_t r) { return m.pool.data() + r * rb; };
-    if (cmd.op == 1) {
-      for (std::int64_t i = 0; i < rb; ++i)
-        if (!excluded_byte(i)) row(cmd.dst)[i] = 0;
-      return;
-    }
-    const std::vector<std::uint8_t> src_row(row(cmd.src), row(cmd.src) + rb);
-    for (std::int64_t i = 0; i < rb; ++i)
-      if (!excluded_byte(i)) row(cmd.dst)[i] = src_row[i];
-    const bool snapshot = cmd.src == state_h[cmd.slot * 8];
-    if (cmd.end % pt != 0 && !excluded("kv")) {
-      const std::int64_t page = tables_h[cmd.slot * opt.width + cmd.end / pt];
-      for (std::int64_t i = 0; i < kv_bytes; ++i) {
-        if (snapshot)
-          row(cmd.dst)[off_kv + i] = m.kv[page * kv_bytes + i];
-        else
-          m.kv[page * kv_bytes + i] = src_row[off_kv + i];
-      }
+    OracleMemory memory;
+    memory.pool = m.pool.data();
+    if (!excluded("kv")) {
+      g.page_bindings.push_back({off_kv, kv_bytes});
+      memory.caches.push_back(m.kv.data());
     }
     if (opt.trailing && !excluded("draft")) {
-      const std::int64_t half = draft_bytes / 2;
-      for (int part = 0; part < 2; ++part) {
-        const std::int64_t t_logical = cmd.end / pt + part - 1;
-        const bool t_tail = cmd.end > 1 && t_logical >= 0 && (part == 0 || cmd.end % pt >= 2);
-        if (!t_tail) continue;
-        const std::int64_t page = trailing_h[cmd.slot * opt.width + t_logical];
-        for (std::int64_t i = 0; i < half; ++i) {
-          if (snapshot)
-            row(cmd.dst)[off_draft + part * half + i] = m.draft[page * half + i];
-          else
-            m.draft[page * half + i] = src_row[off_draft + part * half + i];
-        }
-      }
+      g.trailing_bindings.push_back({off_draft, draft_bytes});
+      memory.caches.push_back(m.draft.data());
     }
+    memory.tables = tables_h.data();
+    memory.trailing_tables = trailing_h.data();
+    memory.state_rows = state_h.data();
+    memory.state_rows_stride = 8;
+    memory.request_consumed = consumed_h.data();
+    memory.memory_capacity[0] = opt.rows;
+    memory.memory_capacity[1] = opt.cache_pages;
+    const std::int64_t slot = cmd.slot, src = cmd.src, dst = cmd.dst, end = cmd.end;
+    const std::int32_t op = cmd.op;
+    const OracleCommands one{&slot, &src, &dst, &op, &end, 1};
+    ContractOracle(g).apply(one, {0}, memory);
   }
 
   /// The host state with `applied` applied in order.
@@ -405,6 +398,6 @@ struct Batch {
   }
 };
 
-}  // namespace statexfer_test
+}  // namespace statexfer::test
 
 #endif

@@ -5,7 +5,7 @@
 // the library must refuse (expected/error.json), so those checks are left to the
 // library and come back as CaseOutputs::construct_error.
 
-#include <statexfer_tools/case.hpp>
+#include <common/case.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace statexfer::tools {
+namespace statexfer::test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -390,4 +390,4 @@ std::vector<fs::path> find_cases(const fs::path& root) {
   return cases;
 }
 
-}  // namespace statexfer::tools
+}  // namespace statexfer::test

@@ -1,5 +1,5 @@
-#ifndef STATEXFER_TOOLS_RUN_CASE_HPP
-#define STATEXFER_TOOLS_RUN_CASE_HPP
+#ifndef STATEXFER_TEST_RUN_CASE_HPP
+#define STATEXFER_TEST_RUN_CASE_HPP
 
 // Run a case on a Kokkos backend: build the pool, commands and transfer from the
 // case's arrays, prepare(), load the commands, validate() and apply() (or
@@ -9,7 +9,7 @@
 
 #include "case.hpp"
 
-namespace statexfer::tools {
+namespace statexfer::test {
 
 /// How run_case enqueues the batch: validate() then apply(), or validate_and_apply().
 enum class Steps { separate, fused };
@@ -19,7 +19,7 @@ enum class Steps { separate, fused };
 template <class ExecutionSpace>
 CaseOutputs run_case(const Case& c, Steps steps = Steps::separate);
 
-}  // namespace statexfer::tools
+}  // namespace statexfer::test
 
 #include "run_case_impl.hpp"
 

@@ -1,5 +1,5 @@
-#ifndef STATEXFER_UNIT_TESTS_CASE_FACTORY_HPP
-#define STATEXFER_UNIT_TESTS_CASE_FACTORY_HPP
+#ifndef STATEXFER_TEST_CASE_FACTORY_HPP
+#define STATEXFER_TEST_CASE_FACTORY_HPP
 
 // Building stx-case/1 Cases in memory for tests (no Kokkos): a layout helper,
 // array accessors, command appenders, and write_case() to save a case folder
@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <statexfer_tools/case.hpp>
+#include <common/case.hpp>
 
 namespace statexfer::test {
 
@@ -44,8 +44,8 @@ inline const char* dtype_name(DType t) {
 
 /// A C-order array of `shape` filled with `fill`.
 template <class T>
-tools::NpyArray npy(std::vector<std::int64_t> shape, T fill = T{}) {
-  tools::NpyArray a;
+NpyArray npy(std::vector<std::int64_t> shape, T fill = T{}) {
+  NpyArray a;
   a.dtype = dtype_of<T>();
   a.shape = std::move(shape);
   std::int64_t n = 1;
@@ -56,7 +56,7 @@ tools::NpyArray npy(std::vector<std::int64_t> shape, T fill = T{}) {
 }
 
 template <class T>
-T get(const tools::NpyArray& a, std::int64_t i) {
+T get(const NpyArray& a, std::int64_t i) {
   if (a.dtype != dtype_of<T>() || (i + 1) * static_cast<std::int64_t>(sizeof(T)) > static_cast<std::int64_t>(a.bytes.size()) || i < 0)
     throw std::out_of_range("case_factory::get: bad index or type");
   T v;
@@ -65,7 +65,7 @@ T get(const tools::NpyArray& a, std::int64_t i) {
 }
 
 template <class T>
-void put(tools::NpyArray& a, std::int64_t i, T v) {
+void put(NpyArray& a, std::int64_t i, T v) {
   if (a.dtype != dtype_of<T>() || (i + 1) * static_cast<std::int64_t>(sizeof(T)) > static_cast<std::int64_t>(a.bytes.size()) || i < 0)
     throw std::out_of_range("case_factory::put: bad index or type");
   std::memcpy(a.bytes.data() + i * sizeof(T), &v, sizeof(T));
@@ -105,61 +105,61 @@ inline std::vector<Region> lay_out(const std::vector<RegionSpec>& specs, std::in
   return out;
 }
 
-inline const Region& region_of(const tools::Case& c, const std::string& name) {
+inline const Region& region_of(const Case& c, const std::string& name) {
   for (const Region& r : c.spec.regions)
     if (r.name == name) return r;
   throw std::invalid_argument("case_factory: no region " + name);
 }
 
-inline std::uint8_t& pool_byte(tools::Case& c, std::int64_t row, std::int64_t byte) {
+inline std::uint8_t& pool_byte(Case& c, std::int64_t row, std::int64_t byte) {
   return c.arrays.at("backing").bytes.at(static_cast<std::size_t>(row * c.spec.row_bytes + byte));
 }
-inline std::uint8_t pool_byte(const tools::Case& c, std::int64_t row, std::int64_t byte) {
+inline std::uint8_t pool_byte(const Case& c, std::int64_t row, std::int64_t byte) {
   return c.arrays.at("backing").bytes.at(static_cast<std::size_t>(row * c.spec.row_bytes + byte));
 }
-inline std::int64_t cache_page_bytes(const tools::Case& c, const std::string& binding) {
+inline std::int64_t cache_page_bytes(const Case& c, const std::string& binding) {
   return c.arrays.at("cache_" + binding).shape.at(1);
 }
-inline std::uint8_t& cache_byte(tools::Case& c, const std::string& binding, std::int64_t page, std::int64_t byte) {
+inline std::uint8_t& cache_byte(Case& c, const std::string& binding, std::int64_t page, std::int64_t byte) {
   return c.arrays.at("cache_" + binding).bytes.at(static_cast<std::size_t>(page * cache_page_bytes(c, binding) + byte));
 }
 
-inline void set_pool_consumed(tools::Case& c, std::int64_t row, std::int64_t value) {
+inline void set_pool_consumed(Case& c, std::int64_t row, std::int64_t value) {
   const std::int64_t off = region_of(c, "consumed_tokens").offset;
   std::memcpy(&pool_byte(c, row, off), &value, sizeof(value));
 }
-inline std::int64_t pool_consumed(const tools::Case& c, std::int64_t row) {
+inline std::int64_t pool_consumed(const Case& c, std::int64_t row) {
   const std::int64_t off = region_of(c, "consumed_tokens").offset;
   std::int64_t v;
   std::memcpy(&v, c.arrays.at("backing").bytes.data() + row * c.spec.row_bytes + off, sizeof(v));
   return v;
 }
 
-inline std::int64_t width_of(const tools::Case& c) { return c.arrays.at("tables").shape.at(1); }
-inline void set_table(tools::Case& c, std::int64_t slot, std::int64_t logical, std::int32_t page) {
+inline std::int64_t width_of(const Case& c) { return c.arrays.at("tables").shape.at(1); }
+inline void set_table(Case& c, std::int64_t slot, std::int64_t logical, std::int32_t page) {
   put<std::int32_t>(c.arrays.at("tables"), slot * width_of(c) + logical, page);
 }
-inline void set_trailing_table(tools::Case& c, std::int64_t slot, std::int64_t logical, std::int32_t page) {
+inline void set_trailing_table(Case& c, std::int64_t slot, std::int64_t logical, std::int32_t page) {
   put<std::int32_t>(c.arrays.at("trailing_tables"), slot * width_of(c) + logical, page);
 }
-inline void set_state_row(tools::Case& c, std::int64_t slot, std::int64_t row) {
+inline void set_state_row(Case& c, std::int64_t slot, std::int64_t row) {
   put<std::int64_t>(c.arrays.at("state_rows"), slot * 8, row);
 }
-inline std::int64_t state_row(const tools::Case& c, std::int64_t slot) {
+inline std::int64_t state_row(const Case& c, std::int64_t slot) {
   return get<std::int64_t>(c.arrays.at("state_rows"), slot * 8);
 }
-inline void set_request_consumed(tools::Case& c, std::int64_t slot, std::int64_t v) {
+inline void set_request_consumed(Case& c, std::int64_t slot, std::int64_t v) {
   put<std::int64_t>(c.arrays.at("request_consumed"), slot, v);
 }
-inline void set_memory_capacity(tools::Case& c, std::int64_t slots, std::int64_t pages) {
+inline void set_memory_capacity(Case& c, std::int64_t slots, std::int64_t pages) {
   put<std::int64_t>(c.arrays.at("memory_capacity"), 0, slots);
   put<std::int64_t>(c.arrays.at("memory_capacity"), 1, pages);
 }
-inline void set_num_ops(tools::Case& c, std::int32_t n) { put<std::int32_t>(c.arrays.at("num_ops"), 0, n); }
-inline std::int32_t num_ops(const tools::Case& c) { return get<std::int32_t>(c.arrays.at("num_ops"), 0); }
+inline void set_num_ops(Case& c, std::int32_t n) { put<std::int32_t>(c.arrays.at("num_ops"), 0, n); }
+inline std::int32_t num_ops(const Case& c) { return get<std::int32_t>(c.arrays.at("num_ops"), 0); }
 
 /// Write command row `i` (does not touch num_ops).
-inline void set_command(tools::Case& c, std::int64_t i, std::int64_t request, std::int64_t source,
+inline void set_command(Case& c, std::int64_t i, std::int64_t request, std::int64_t source,
                         std::int64_t destination, std::int32_t op, std::int64_t endpoint) {
   put<std::int64_t>(c.arrays.at("request_slots"), i, request);
   put<std::int64_t>(c.arrays.at("source_slots"), i, source);
@@ -169,7 +169,7 @@ inline void set_command(tools::Case& c, std::int64_t i, std::int64_t request, st
 }
 
 /// Append a command at row num_ops and count it; returns its row.
-inline std::int64_t add_command(tools::Case& c, std::int64_t request, std::int64_t source, std::int64_t destination,
+inline std::int64_t add_command(Case& c, std::int64_t request, std::int64_t source, std::int64_t destination,
                                 std::int32_t op, std::int64_t endpoint) {
   const std::int32_t i = num_ops(c);
   set_command(c, i, request, source, destination, op, endpoint);
@@ -179,17 +179,17 @@ inline std::int64_t add_command(tools::Case& c, std::int64_t request, std::int64
 
 /// Snapshot of request slot `slot` (live row state_rows[slot][0]) into row `dst`
 /// at its request endpoint `end` (request_consumed is set to `end`).
-inline std::int64_t add_snapshot(tools::Case& c, std::int64_t slot, std::int64_t dst, std::int64_t end) {
+inline std::int64_t add_snapshot(Case& c, std::int64_t slot, std::int64_t dst, std::int64_t end) {
   set_request_consumed(c, slot, end);
   return add_command(c, slot, state_row(c, slot), dst, 0, end);
 }
 /// Restore of snapshot row `src` into slot's live row at `end` (the pool's
 /// consumed_tokens of `src` is set to `end`).
-inline std::int64_t add_restore(tools::Case& c, std::int64_t slot, std::int64_t src, std::int64_t end) {
+inline std::int64_t add_restore(Case& c, std::int64_t slot, std::int64_t src, std::int64_t end) {
   set_pool_consumed(c, src, end);
   return add_command(c, slot, src, state_row(c, slot), 0, end);
 }
-inline std::int64_t add_reset(tools::Case& c, std::int64_t slot) {
+inline std::int64_t add_reset(Case& c, std::int64_t slot) {
   return add_command(c, slot, -1, state_row(c, slot), 1, 0);
 }
 
@@ -198,9 +198,9 @@ inline std::int64_t add_reset(tools::Case& c, std::int64_t slot) {
 /// tables[s][l] = (s * W + l) % P, trailing tables (when trailing bindings
 /// exist) = (s * W + l + 1) % P, state_rows[s][0] = 1 + s (other columns 0),
 /// request consumed 0, and the commands' initial values (-1, operation 0, num_ops 0).
-inline tools::Case make_case(const CaseConfig& cfg) {
-  tools::Case c;
-  tools::CaseSpec& s = c.spec;
+inline Case make_case(const CaseConfig& cfg) {
+  Case c;
+  CaseSpec& s = c.spec;
   s.capacity = cfg.capacity;
   s.page_tokens = cfg.page_tokens;
   s.rows = cfg.rows > 0 ? cfg.rows : 2 * cfg.capacity + 2;
@@ -211,7 +211,7 @@ inline tools::Case make_case(const CaseConfig& cfg) {
   s.seed = cfg.salt;
   const std::int64_t C = cfg.capacity, W = cfg.width, P = cfg.cache_pages, N = s.rows, RB = s.row_bytes;
 
-  tools::NpyArray backing = npy<std::uint8_t>({N, RB});
+  NpyArray backing = npy<std::uint8_t>({N, RB});
   for (std::int64_t r = 0; r < N; ++r)
     for (std::int64_t b = 0; b < RB; ++b)
       backing.bytes[static_cast<std::size_t>(r * RB + b)] =
@@ -220,7 +220,7 @@ inline tools::Case make_case(const CaseConfig& cfg) {
   for (std::int64_t r = 0; r < N; ++r) set_pool_consumed(c, r, 0);
 
   auto cache_for = [&](const std::string& name, std::int64_t bytes) {
-    tools::NpyArray a = npy<std::uint8_t>({P, bytes});
+    NpyArray a = npy<std::uint8_t>({P, bytes});
     for (std::int64_t p = 0; p < P; ++p)
       for (std::int64_t b = 0; b < bytes; ++b)
         a.bytes[static_cast<std::size_t>(p * bytes + b)] =
@@ -254,9 +254,9 @@ inline tools::Case make_case(const CaseConfig& cfg) {
 }
 
 /// The first differences of a comparison, one per line, for failure messages.
-inline std::string describe(const tools::Comparison& cmp) {
+inline std::string describe(const Comparison& cmp) {
   std::string out = std::to_string(cmp.total) + " difference(s)";
-  for (const tools::Difference& d : cmp.first) {
+  for (const Difference& d : cmp.first) {
     out += "\n  " + d.array + "[" + std::to_string(d.index) + "] = " + std::to_string(d.value) + ", expected " +
            std::to_string(d.expected);
     if (!d.detail.empty()) out += " (" + d.detail + ")";
@@ -265,9 +265,9 @@ inline std::string describe(const tools::Comparison& cmp) {
 }
 
 /// Save `c` as a stx-case/1 folder (case.json and the input arrays; no expected/).
-inline void write_case(const tools::Case& c, const std::filesystem::path& dir) {
+inline void write_case(const Case& c, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
-  const tools::CaseSpec& s = c.spec;
+  const CaseSpec& s = c.spec;
   auto names = [](const std::vector<std::string>& v) {
     std::string out = "[";
     for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", \"" : "\"") + v[i] + "\"";
@@ -284,7 +284,7 @@ inline void write_case(const tools::Case& c, const std::filesystem::path& dir) {
   }
   json << "\n ],\n \"pages\": " << names(s.pages) << ",\n \"trailing_pages\": " << names(s.trailing_pages)
        << ",\n \"excluded_regions\": " << names(s.excluded_regions) << "\n}\n";
-  for (const auto& [name, array] : c.arrays) tools::write_npy(dir / (name + ".npy"), array);
+  for (const auto& [name, array] : c.arrays) write_npy(dir / (name + ".npy"), array);
 }
 
 // Seeded draws shared by the randomized tests.

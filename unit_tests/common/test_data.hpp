@@ -1,5 +1,5 @@
-#ifndef STATEXFER_UNIT_TESTS_TEST_DATA_HPP
-#define STATEXFER_UNIT_TESTS_TEST_DATA_HPP
+#ifndef STATEXFER_TEST_TEST_DATA_HPP
+#define STATEXFER_TEST_TEST_DATA_HPP
 
 // Where the conformance cases are: $STATEXFER_CASES_ROOT when set (a test binary
 // copied to a GPU machine), else the folder the build extracted them into.

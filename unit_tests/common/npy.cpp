@@ -2,7 +2,7 @@
 // untrusted input: every length is checked against the bytes actually present
 // before it is used, so a malformed file gives a CaseError, never a crash.
 
-#include <statexfer_tools/case.hpp>
+#include <common/case.hpp>
 
 #include <cctype>
 #include <cstring>
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace statexfer::tools {
+namespace statexfer::test {
 
 namespace {
 
@@ -323,4 +323,4 @@ void write_npy(const std::filesystem::path& file, const NpyArray& array) {
   if (!out) fail(file, "write error");
 }
 
-}  // namespace statexfer::tools
+}  // namespace statexfer::test
