@@ -10,7 +10,7 @@
 #include <mpi.h>
 #endif
 
-namespace sim {
+namespace statexfer::sim {
 
 struct Comm {
   int rank = 0;
@@ -50,6 +50,6 @@ struct Comm {
   }
 };
 
-}  // namespace sim
+}  // namespace statexfer::sim
 
 #endif

@@ -5,14 +5,14 @@
 // token prefix (so a restored state equals a recomputed one), generated in
 // global coordinates (so a tensor-parallel shard is a literal slice of the
 // whole), and the fill jobs that carry them to the pool and the caches. The
-// device kernel and the host shadow run the very same jobs.
+// device kernel and the verifier's host replica run the very same jobs.
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
 #include <cstring>
 
-namespace sim {
+namespace statexfer::sim {
 
 KOKKOS_INLINE_FUNCTION std::uint64_t mix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ULL;
@@ -24,7 +24,7 @@ KOKKOS_INLINE_FUNCTION std::uint64_t mix64(std::uint64_t x) {
 /// Salts of the generated regions (per plane: + plane index).
 enum Salt : std::uint64_t { salt_ssm = 1, salt_conv = 2, salt_scratch = 3, salt_kv = 0x100, salt_draft = 0x200 };
 
-/// One model-step write, applied by the device kernel and the shadow alike.
+/// One model-step write, applied by the device kernel and the host replica alike.
 struct FillJob {
   std::int32_t target;  ///< 0: pool backing, 1..A: KV caches, A+1..A+D: draft caches, A+D+1: request consumed
   std::int32_t set64;   ///< 1: store `seed` as one int64 at `offset`; 0: fill [lo, hi)
@@ -69,6 +69,6 @@ inline Shard shard_of(std::int64_t global, int rank, int ranks) {
   return {global * rank / ranks, global * (rank + 1) / ranks};
 }
 
-}  // namespace sim
+}  // namespace statexfer::sim
 
 #endif

@@ -2,7 +2,7 @@
 // requests with shared prefixes, driving statexfer the way an engine would.
 //
 //   statexfer-sim                             default synthetic workload (seeded)
-//   statexfer-sim --verify                    check every step against a host shadow
+//   statexfer-sim --verify                    check every step against the contract's oracle
 //   statexfer-sim --trace FILE.jsonl          replay a JSON-lines trace
 //   mpirun -np 2 statexfer-sim --tp 2 --verify --inject-fault 1:40
 //                                             tensor parallel, a rank-local fault
@@ -28,6 +28,7 @@
 #include "comm.hpp"
 #include "engine.hpp"
 #include "report.hpp"
+#include "sim_config.hpp"
 #include "stats.hpp"
 #include "workload.hpp"
 
@@ -37,6 +38,7 @@
 
 namespace {
 
+namespace sim = statexfer::sim;
 using Exec = Kokkos::DefaultExecutionSpace;
 
 sim::Range parse_range(const std::string& text, const char* option) {
@@ -101,13 +103,22 @@ std::string plot_script(const char* argv0) {
   return STATEXFER_SIM_PLOT_SCRIPT;
 }
 
+#ifdef STATEXFER_HAVE_MPI
+bool mpi_running() {
+  int started = 0, finished = 0;
+  MPI_Initialized(&started);
+  MPI_Finalized(&finished);
+  return started && !finished;
+}
+#endif
+
 bool launched_by_mpi() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"})
     if (std::getenv(v)) return true;
   return false;
 }
 
-int run(int argc, char* argv[], bool& mpi_started) {
+int run(int argc, char* argv[]) {
   sim::SimConfig cfg;
   sim::SyntheticOptions syn;
   std::string trace, dump_trace, json_path, plot_path;
@@ -162,7 +173,7 @@ int run(int argc, char* argv[], bool& mpi_started) {
   app.add_option("--max-steps", cfg.max_steps, "stop after N steps (0: run every request)")->group(sch);
 
   auto* chk = "Checking and tensor parallelism";
-  app.add_flag("--verify,!--no-verify", cfg.verify, "check every row and saved page against a host shadow after every step")
+  app.add_flag("--verify,!--no-verify", cfg.verify, "check every row and saved page against the contract's oracle after every step")
       ->group(chk);
   app.add_option("--verify-full-every", cfg.verify_full_every, "compare whole caches every N steps (and at the end)")
       ->group(chk)->capture_default_str();
@@ -201,7 +212,6 @@ int run(int argc, char* argv[], bool& mpi_started) {
 #ifdef STATEXFER_HAVE_MPI
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-    mpi_started = true;
     comm.comm = MPI_COMM_WORLD;
     MPI_Comm_rank(comm.comm, &comm.rank);
     MPI_Comm_size(comm.comm, &comm.size);
@@ -248,8 +258,7 @@ int run(int argc, char* argv[], bool& mpi_started) {
   engine.prepare();
 
   sim::ProgressBar bar(root && !quiet && !no_progress && (progress_forced || isatty(STDOUT_FILENO)));
-  sim::Stats stats;
-  engine.run(stats, [&](const sim::Stats& st) { bar.update(st); });
+  const sim::Stats& stats = engine.run([&](const sim::Stats& st) { bar.update(st); });
   bar.finish();
 
   sim::RunInfo info;
@@ -289,10 +298,8 @@ int run(int argc, char* argv[], bool& mpi_started) {
 int main(int argc, char* argv[]) {
   // --help before Kokkos, which would print its own help for a plain --help.
   for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
-      bool mpi_started = false;
-      return run(argc, argv, mpi_started);  // prints the help and returns before any Kokkos call
-    }
+    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0)
+      return run(argc, argv);  // prints the help and returns before any Kokkos call
   std::vector<char*> args(argv, argv + argc);
 #ifdef KOKKOS_ENABLE_CUDA
   // Several ranks on one node: one GPU each, by local rank, unless chosen already.
@@ -311,19 +318,18 @@ int main(int argc, char* argv[]) {
   argv = args.data();
   Kokkos::initialize(argc, argv);  // takes its --kokkos-* arguments out of argv
   int rc = 0;
-  bool mpi_started = false;
   try {
-    rc = run(argc, argv, mpi_started);
+    rc = run(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "statexfer-sim: error: %s\n", e.what());
 #ifdef STATEXFER_HAVE_MPI
-    if (mpi_started) MPI_Abort(MPI_COMM_WORLD, 2);
+    if (mpi_running()) MPI_Abort(MPI_COMM_WORLD, 2);
 #endif
     rc = 2;
   }
   Kokkos::finalize();
 #ifdef STATEXFER_HAVE_MPI
-  if (mpi_started) MPI_Finalize();
+  if (mpi_running()) MPI_Finalize();  // run() started MPI for --tp > 1
 #endif
   return rc;
 }

@@ -14,7 +14,7 @@
 
 #include "workload.hpp"
 
-namespace sim {
+namespace statexfer::sim {
 
 class PrefixCache {
  public:
@@ -98,6 +98,6 @@ class PrefixCache {
   std::int64_t evictions_ = 0, reservations_ = 0, reservations_refused_ = 0, publications_ = 0, releases_ = 0;
 };
 
-}  // namespace sim
+}  // namespace statexfer::sim
 
 #endif

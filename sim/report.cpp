@@ -8,7 +8,7 @@
 
 #include <statexfer/commands.hpp>
 
-namespace sim {
+namespace statexfer::sim {
 namespace {
 
 std::string grouped(std::int64_t v) {
@@ -150,11 +150,11 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
   std::fprintf(out, "  bandwidth    %.2f GB/s through the transfers (%.2f s of %.2f s; model writes %.2f s, verify %.2f s)\n",
                st.transfer_s > 0 ? moved / st.transfer_s / 1e9 : 0.0, st.transfer_s, st.wall_s, st.model_s, st.verify_s);
   if (c.verify)
-    std::fprintf(out, "  verify       %s: %s steps checked against the host shadow (%s full cache comparisons)%s%s\n",
+    std::fprintf(out, "  verify       %s: %s steps checked against the contract's oracle (%s full cache comparisons)%s%s\n",
                  st.verify_ok ? "OK" : "FAILED", grouped(st.verify_steps).c_str(), grouped(st.verify_full).c_str(),
                  st.verify_ok ? "" : "\n               ", st.verify_ok ? "" : st.verify_message.c_str());
   else
-    std::fprintf(out, "  verify       off (--verify checks every step against a host shadow)\n");
+    std::fprintf(out, "  verify       off (--verify checks every step against the contract's oracle)\n");
   if (!st.cross_rank_ok) std::fprintf(out, "  ranks        DIVERGED: the ranks ran different schedules\n");
   if (st.faults_missed > 0)
     std::fprintf(out, "  faults       %s requested fault%s found no command with a partial page\n",
@@ -305,4 +305,4 @@ bool plot_steps(const Stats& st, const std::string& png, const std::string& scri
   return true;
 }
 
-}  // namespace sim
+}  // namespace statexfer::sim

@@ -9,10 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim_config.hpp"
 #include "stats.hpp"
 #include "workload.hpp"
 
-namespace sim {
+namespace statexfer::sim {
 
 /// A one-line progress bar on a terminal, redrawn at most ten times a second.
 class ProgressBar {
@@ -43,6 +44,6 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info);
 /// and a warning when no Python with matplotlib is found).
 bool plot_steps(const Stats& st, const std::string& png, const std::string& script);
 
-}  // namespace sim
+}  // namespace statexfer::sim
 
 #endif

@@ -11,7 +11,7 @@
 
 #include "content.hpp"
 
-namespace sim {
+namespace statexfer::sim {
 
 void Workload::finish() {
   max_total = 0;
@@ -210,4 +210,4 @@ std::uint64_t TokenStream::state_seed() const {
   return mix64(key_.h1 ^ (key_.h2 << 1) ^ static_cast<std::uint64_t>(key_.len));
 }
 
-}  // namespace sim
+}  // namespace statexfer::sim

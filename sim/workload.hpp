@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace sim {
+namespace statexfer::sim {
 
 /// One request. Its prompt is: the parent's whole sequence (prompt + output) if
 /// `parent` >= 0, else the shared prefix document `prefix` (`prefix_len` tokens)
@@ -103,6 +103,6 @@ class TokenStream {
   PrefixKey key_;
 };
 
-}  // namespace sim
+}  // namespace statexfer::sim
 
 #endif
