@@ -11,9 +11,9 @@
 #include <cstring>
 #include <random>
 
-#include "common/reference.hpp"
+#include <common/reference.hpp>
 #include <common/run_case.hpp>
-#include <test_data.hpp>
+#include <common/test_data.hpp>
 
 namespace {
 
