@@ -16,17 +16,17 @@
 #include <string>
 #include <vector>
 
-#include <statexfer_tools/case.hpp>
-#include <statexfer_tools/run_case.hpp>
+#include <common/case.hpp>
+#include <common/run_case.hpp>
 
-#include "case_factory.hpp"
-#include "reference/host_reference.hpp"
+#include "common/case_factory.hpp"
+#include "common/reference.hpp"
 
 namespace {
 namespace bindings {
 
-using statexfer::tools::Case;
-using statexfer::tools::CaseOutputs;
+using statexfer::test::Case;
+using statexfer::test::CaseOutputs;
 namespace ft = statexfer::test;
 
 constexpr auto u8 = statexfer::DType::uint8;
@@ -35,11 +35,11 @@ constexpr auto i64 = statexfer::DType::int64;
 // The inputs as outputs: nothing written, the given codes.
 inline CaseOutputs unchanged(const Case& c, const std::vector<std::int32_t>& codes) {
   CaseOutputs out;
-  statexfer::tools::NpyArray errors = ft::npy<std::int32_t>({c.spec.capacity}, 0);
+  statexfer::test::NpyArray errors = ft::npy<std::int32_t>({c.spec.capacity}, 0);
   for (std::size_t i = 0; i < codes.size(); ++i) ft::put<std::int32_t>(errors, static_cast<std::int64_t>(i), codes[i]);
   out.errors = errors;
   out.backing = c.arrays.at("backing");
-  for (const std::string& name : statexfer::tools::binding_names(c.spec)) out.caches[name] = c.arrays.at("cache_" + name);
+  for (const std::string& name : statexfer::test::binding_names(c.spec)) out.caches[name] = c.arrays.at("cache_" + name);
   return out;
 }
 
@@ -88,15 +88,15 @@ inline std::int32_t trailing_table(const Case& c, std::int64_t slot, std::int64_
 template <class ExecutionSpace>
 void check(const Case& c, const CaseOutputs* expected, const std::string& what) {
   SCOPED_TRACE(what);
-  const CaseOutputs library = statexfer::tools::run_case<ExecutionSpace>(c);
+  const CaseOutputs library = statexfer::test::run_case<ExecutionSpace>(c);
   ASSERT_FALSE(library.construct_error.has_value()) << *library.construct_error;
-  const CaseOutputs reference = statexfer::reference::reference_run(c);
-  const auto lr = statexfer::tools::compare_outputs(library, reference);
+  const CaseOutputs reference = statexfer::test::reference_run(c);
+  const auto lr = statexfer::test::compare_outputs(library, reference);
   EXPECT_TRUE(lr.identical()) << "library vs reference: " << ft::describe(lr);
   if (expected) {
-    const auto le = statexfer::tools::compare_outputs(library, *expected);
+    const auto le = statexfer::test::compare_outputs(library, *expected);
     EXPECT_TRUE(le.identical()) << "library vs explicit expectation: " << ft::describe(le);
-    const auto re = statexfer::tools::compare_outputs(reference, *expected);
+    const auto re = statexfer::test::compare_outputs(reference, *expected);
     EXPECT_TRUE(re.identical()) << "reference vs explicit expectation: " << ft::describe(re);
   }
 }

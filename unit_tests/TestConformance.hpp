@@ -5,7 +5,7 @@
 // STATEXFER_CASES_ROOT, run on TEST_EXECSPACE through validate() + apply() and
 // through validate_and_apply(), must be byte-identical to the reference
 // module's answers in expected/ (error codes, pool and every cache).
-// The host reference (unit_tests/reference) must match them too, which is what
+// The host reference (the oracle, unit_tests/common) must match them too, which is what
 // makes it fit to judge the randomized differential tests.
 
 #include <gtest/gtest.h>
@@ -15,12 +15,12 @@
 #include <cstdio>
 #include <string>
 
-#include <statexfer_tools/case.hpp>
-#include <statexfer_tools/run_case.hpp>
+#include <common/case.hpp>
+#include <common/run_case.hpp>
 
-#include "case_factory.hpp"
-#include "reference/host_reference.hpp"
-#include "test_data.hpp"
+#include "common/case_factory.hpp"
+#include "common/reference.hpp"
+#include "common/test_data.hpp"
 
 #ifndef STATEXFER_CASES_ROOT
 #error "STATEXFER_CASES_ROOT must name the folder holding the extracted conformance cases"
@@ -29,8 +29,8 @@
 namespace {
 
 TEST(TEST_CATEGORY, conformance_cases) {
-  namespace tools = statexfer::tools;
-  const auto dirs = tools::find_cases(statexfer::test::cases_root());
+  namespace ft = statexfer::test;
+  const auto dirs = ft::find_cases(statexfer::test::cases_root());
   ASSERT_GE(dirs.size(), 200u) << "expected the 200 conformance cases under " << statexfer::test::cases_root();
 
   int checked = 0, library_failures = 0, reference_failures = 0;
@@ -38,27 +38,27 @@ TEST(TEST_CATEGORY, conformance_cases) {
   std::array<std::int64_t, 7> codes{};
   for (const auto& dir : dirs) {
     SCOPED_TRACE(dir.string());
-    const tools::Case c = tools::load_case(dir);
+    const ft::Case c = ft::load_case(dir);
     ASSERT_TRUE(c.expected.errors.has_value() || c.expected.construct_error.has_value())
         << dir << " has no expected answers";
 
     // validate() then apply(), and validate_and_apply() (one launch on GPUs).
-    for (const tools::Steps steps : {tools::Steps::separate, tools::Steps::fused}) {
-      const tools::CaseOutputs actual = tools::run_case<TEST_EXECSPACE>(c, steps);
-      const tools::Comparison library = tools::compare_outputs(actual, c.expected);
+    for (const ft::Steps steps : {ft::Steps::separate, ft::Steps::fused}) {
+      const ft::CaseOutputs actual = ft::run_case<TEST_EXECSPACE>(c, steps);
+      const ft::Comparison library = ft::compare_outputs(actual, c.expected);
       if (!library.identical()) ++library_failures;
-      EXPECT_TRUE(library.identical()) << "library" << (steps == tools::Steps::fused ? " (validate_and_apply)" : "")
+      EXPECT_TRUE(library.identical()) << "library" << (steps == ft::Steps::fused ? " (validate_and_apply)" : "")
                                        << " on " << dir.filename() << ": " << statexfer::test::describe(library);
     }
 
     if (!c.expected.construct_error) {
-      const tools::CaseOutputs reference = statexfer::reference::reference_run(c);
-      const tools::Comparison ref = tools::compare_outputs(reference, c.expected);
+      const ft::CaseOutputs reference = statexfer::test::reference_run(c);
+      const ft::Comparison ref = ft::compare_outputs(reference, c.expected);
       if (!ref.identical()) ++reference_failures;
       EXPECT_TRUE(ref.identical()) << "host reference on " << dir.filename() << ": "
                                    << statexfer::test::describe(ref);
 
-      const tools::NpyArray& errors = *c.expected.errors;
+      const ft::NpyArray& errors = *c.expected.errors;
       const std::int32_t count = statexfer::test::num_ops(c);
       for (std::int64_t r = 0; r < errors.shape.at(0); ++r) {
         const std::int32_t code = statexfer::test::get<std::int32_t>(errors, r);

@@ -23,11 +23,11 @@
 #include <utility>
 #include <vector>
 
-#include "batch_fixture.hpp"
+#include "common/batch_fixture.hpp"
 
 namespace {
 
-using statexfer_test::throws_naming;
+using statexfer::test::throws_naming;
 using Exec = TEST_EXECSPACE;
 using cache_view = statexfer::PageBinding<Exec>::cache_view;
 using int64_view = statexfer::StateCommands<Exec>::int64_view;
@@ -44,7 +44,7 @@ inline std::vector<std::uint8_t> pattern_bytes(std::size_t n, std::uint8_t salt)
 
 inline cache_view patterned_cache(const char* label, std::int64_t pages, std::int64_t bytes, std::uint8_t salt) {
   cache_view c(std::string(label), pages, bytes);
-  statexfer_test::upload(c, pattern_bytes(c.span(), salt));
+  statexfer::test::upload(c, pattern_bytes(c.span(), salt));
   return c;
 }
 
@@ -58,7 +58,7 @@ struct CtorArgs {
   statexfer::TransferConfig<Exec> config;
   cache_view kv, draft, meta;
 
-  explicit CtorArgs(std::int64_t capacity = 4, StateLayout layout = statexfer_test::test_layout(),
+  explicit CtorArgs(std::int64_t capacity = 4, StateLayout layout = statexfer::test::test_layout(),
                  std::int64_t rows = -1)
       : c(capacity) {
     pool = statexfer::StatePool<Exec>(layout, rows < 0 ? c + 4 : rows, 16);
@@ -74,7 +74,7 @@ struct CtorArgs {
     config.requests = statexfer::RequestState<Exec>::allocate(c);
   }
 
-  void fill_pool() { statexfer_test::upload(pool.backing(), pattern_bytes(pool.backing().span(), 0x5a)); }
+  void fill_pool() { statexfer::test::upload(pool.backing(), pattern_bytes(pool.backing().span(), 0x5a)); }
 
   void with_trailing() {
     config.trailing_pages = {{"draft", draft}};
@@ -99,10 +99,10 @@ struct Image {
 
 inline Image image_of(const CtorArgs& s) {
   Exec().fence();
-  return {statexfer_test::download(s.pool.backing()),    statexfer_test::download(s.kv),
-          statexfer_test::download(s.draft),             statexfer_test::download(s.meta),
-          statexfer_test::download(s.commands.errors),   statexfer_test::download(s.commands.num_ops),
-          statexfer_test::download(s.commands.request_slots)};
+  return {statexfer::test::download(s.pool.backing()),    statexfer::test::download(s.kv),
+          statexfer::test::download(s.draft),             statexfer::test::download(s.meta),
+          statexfer::test::download(s.commands.errors),   statexfer::test::download(s.commands.num_ops),
+          statexfer::test::download(s.commands.request_slots)};
 }
 
 /// The constructor throws exactly std::invalid_argument naming `words`, and writes nothing.
@@ -184,7 +184,7 @@ TEST(TEST_CATEGORY, construction_every_capacity_with_the_fewest_rows) {
   for (std::int64_t c = 1; c <= 64; c *= 2) {
     SCOPED_TRACE("capacity " + std::to_string(c));
     EXPECT_TRUE(statexfer::is_valid_capacity(c));
-    CtorArgs s(c, statexfer_test::test_layout(), c + 2);
+    CtorArgs s(c, statexfer::test::test_layout(), c + 2);
     EXPECT_TRUE(accepts(s));
   }
   for (std::int64_t c : {-4, -1, 0, 3, 5, 6, 12, 63, 65, 96, 128, 256})
@@ -205,13 +205,13 @@ TEST(TEST_CATEGORY, construction_capacity_allocate_rejects) {
 TEST(TEST_CATEGORY, construction_allocated_commands_initial_values) {
   auto c = statexfer::StateCommands<Exec>::allocate(8);
   EXPECT_EQ(c.capacity(), 8);
-  EXPECT_EQ(statexfer_test::download(c.request_slots), std::vector<std::int64_t>(8, -1));
-  EXPECT_EQ(statexfer_test::download(c.source_slots), std::vector<std::int64_t>(8, -1));
-  EXPECT_EQ(statexfer_test::download(c.destination_slots), std::vector<std::int64_t>(8, -1));
-  EXPECT_EQ(statexfer_test::download(c.operation), std::vector<std::int32_t>(8, 0));
-  EXPECT_EQ(statexfer_test::download(c.expected_consumed), std::vector<std::int64_t>(8, -1));
-  EXPECT_EQ(statexfer_test::download(c.num_ops), std::vector<std::int32_t>(1, 0));
-  EXPECT_EQ(statexfer_test::download(c.errors), std::vector<std::int32_t>(8, 0));
+  EXPECT_EQ(statexfer::test::download(c.request_slots), std::vector<std::int64_t>(8, -1));
+  EXPECT_EQ(statexfer::test::download(c.source_slots), std::vector<std::int64_t>(8, -1));
+  EXPECT_EQ(statexfer::test::download(c.destination_slots), std::vector<std::int64_t>(8, -1));
+  EXPECT_EQ(statexfer::test::download(c.operation), std::vector<std::int32_t>(8, 0));
+  EXPECT_EQ(statexfer::test::download(c.expected_consumed), std::vector<std::int64_t>(8, -1));
+  EXPECT_EQ(statexfer::test::download(c.num_ops), std::vector<std::int32_t>(1, 0));
+  EXPECT_EQ(statexfer::test::download(c.errors), std::vector<std::int32_t>(8, 0));
   const auto buffers = c.buffers();
   const std::vector<std::string> names = {"state_request_slots", "state_source_slots", "state_destination_slots",
                                           "state_operation",     "state_expected_consumed", "state_num_ops"};
@@ -229,7 +229,7 @@ TEST(TEST_CATEGORY, construction_allocated_commands_initial_values) {
 TEST(TEST_CATEGORY, construction_capacity_of_hand_made_command_views) {
   for (std::int64_t n : {0, 3, 8192, 65}) {
     SCOPED_TRACE("extent " + std::to_string(n));
-    CtorArgs s(4, statexfer_test::test_layout(), 8196);
+    CtorArgs s(4, statexfer::test::test_layout(), 8196);
     const auto nu = static_cast<std::size_t>(n);
     s.commands = hand_made_commands(nu);
     s.tables = statexfer::PageTable<Exec>("tables", nu, 4);
@@ -246,11 +246,11 @@ TEST(TEST_CATEGORY, construction_capacity_of_hand_made_command_views) {
 // ------------------------------------------------------------------ pool, page_tokens
 
 TEST(TEST_CATEGORY, construction_pool_rows) {
-  EXPECT_TRUE(rejects(CtorArgs(4, statexfer_test::test_layout(), 5), {"pool", "rows", "6", "5"}));
-  EXPECT_TRUE(rejects(CtorArgs(4, statexfer_test::test_layout(), 1), {"pool", "rows"}));
-  EXPECT_TRUE(rejects(CtorArgs(4, statexfer_test::test_layout(), 0), {"pool", "rows"}));
-  EXPECT_TRUE(rejects(CtorArgs(64, statexfer_test::test_layout(), 65), {"pool", "66", "65"}));
-  EXPECT_TRUE(accepts(CtorArgs(4, statexfer_test::test_layout(), 6)));
+  EXPECT_TRUE(rejects(CtorArgs(4, statexfer::test::test_layout(), 5), {"pool", "rows", "6", "5"}));
+  EXPECT_TRUE(rejects(CtorArgs(4, statexfer::test::test_layout(), 1), {"pool", "rows"}));
+  EXPECT_TRUE(rejects(CtorArgs(4, statexfer::test::test_layout(), 0), {"pool", "rows"}));
+  EXPECT_TRUE(rejects(CtorArgs(64, statexfer::test::test_layout(), 65), {"pool", "66", "65"}));
+  EXPECT_TRUE(accepts(CtorArgs(4, statexfer::test::test_layout(), 6)));
 }
 
 TEST(TEST_CATEGORY, construction_page_tokens) {
@@ -317,17 +317,17 @@ TEST(TEST_CATEGORY, construction_source_slots_of_the_wrong_extent) {
   // The capacity is taken from source_slots; a source_slots array that disagrees
   // with the other six arrays must be the one the message names.
   {
-    CtorArgs s(4, statexfer_test::test_layout(), 20);
+    CtorArgs s(4, statexfer::test::test_layout(), 20);
     s.commands.source_slots = int64_view("x", 5);  // not a capacity
     EXPECT_TRUE(rejects(s, {"source_slots", "5"}));
   }
   {
-    CtorArgs s(4, statexfer_test::test_layout(), 20);
+    CtorArgs s(4, statexfer::test::test_layout(), 20);
     s.commands.source_slots = int64_view("x", 8);  // a capacity, but not the others' 4
     EXPECT_TRUE(rejects(s, {"source_slots"}));
   }
   {
-    CtorArgs s(4, statexfer_test::test_layout(), 20);
+    CtorArgs s(4, statexfer::test::test_layout(), 20);
     s.commands.source_slots = int64_view("x", 2);
     EXPECT_TRUE(rejects(s, {"source_slots"}));
   }
@@ -432,7 +432,7 @@ TEST(TEST_CATEGORY, construction_consumed_tokens_region) {
   // A backing that starts off an 8-byte boundary.
   {
     CtorArgs s;
-    const StateLayout layout = statexfer_test::test_layout();
+    const StateLayout layout = statexfer::test::test_layout();
     const std::int64_t rows = 8, rb = layout.row_bytes();
     Kokkos::View<std::uint8_t*, Exec::memory_space> storage("storage", rows * rb + 8);
     statexfer::StatePool<Exec>::backing_view shifted(storage.data() + 1, rows, rb);
@@ -669,14 +669,14 @@ TEST(TEST_CATEGORY, construction_overlapping_caches) {
 TEST(TEST_CATEGORY, construction_validation_inputs_apart_from_written_memory) {
   using backing_view = statexfer::StatePool<Exec>::backing_view;
   using capacity_view = statexfer::StatePool<Exec>::capacity_view;
-  const auto rb = static_cast<std::size_t>(statexfer_test::test_row_bytes);
+  const auto rb = static_cast<std::size_t>(statexfer::test::test_row_bytes);
   {
     // The review's example: request consumed tokens as a strided View of the pool's
     // consumed_tokens column (rows 1..C), one pool row between elements.
     CtorArgs s;
     const Kokkos::LayoutStride column(static_cast<std::size_t>(s.c), rb / 8, 1, 1);
     s.config.requests.consumed_tokens = statexfer::RequestState<Exec>::consumed_view(
-        reinterpret_cast<std::int64_t*>(s.pool.backing().data() + rb + statexfer_test::off_consumed), column);
+        reinterpret_cast<std::int64_t*>(s.pool.backing().data() + rb + statexfer::test::off_consumed), column);
     EXPECT_TRUE(rejects(s, {"requests.consumed_tokens", "pool backing", "apply() writes"}));
   }
   {
@@ -810,7 +810,7 @@ TEST(TEST_CATEGORY, construction_state_layout_errors) {
   EXPECT_NO_THROW((StateLayout({{"a", 0, 8, DType::uint8}, {"b", 8, 8, DType::uint8}}, 16)));
   EXPECT_NO_THROW((StateLayout({}, 16)));
 
-  const StateLayout l = statexfer_test::test_layout();
+  const StateLayout l = statexfer::test::test_layout();
   EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { l.region("nope"); }, {"'nope'"}));
   EXPECT_TRUE(l.contains("kv"));
   EXPECT_FALSE(l.contains("nope"));
@@ -826,7 +826,7 @@ TEST(TEST_CATEGORY, construction_state_layout_errors) {
 }
 
 TEST(TEST_CATEGORY, construction_state_pool_errors) {
-  const StateLayout layout = statexfer_test::test_layout();
+  const StateLayout layout = statexfer::test::test_layout();
   EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { (void)statexfer::StatePool<Exec>(layout, -1, 4); },
                                                    {"rows", "-1"}));
   EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { (void)statexfer::StatePool<Exec>(layout, 4, -2); },
@@ -845,8 +845,8 @@ TEST(TEST_CATEGORY, construction_state_pool_errors) {
   statexfer::StatePool<Exec> pool(layout, 6, 9);
   EXPECT_EQ(pool.rows(), 6);
   EXPECT_EQ(pool.row_bytes(), 80);
-  EXPECT_EQ(statexfer_test::download(pool.backing()), std::vector<std::uint8_t>(6 * 80, 0));
-  EXPECT_EQ(statexfer_test::download(pool.memory_capacity()), (std::vector<std::int64_t>{6, 9}));
+  EXPECT_EQ(statexfer::test::download(pool.backing()), std::vector<std::uint8_t>(6 * 80, 0));
+  EXPECT_EQ(statexfer::test::download(pool.memory_capacity()), (std::vector<std::int64_t>{6, 9}));
   EXPECT_EQ(pool.region_bytes("kv").extent(0), 6u);
   EXPECT_EQ(pool.region_bytes("kv").extent(1), 16u);
   EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { pool.region_bytes("nope"); }, {"'nope'"}));
@@ -858,9 +858,9 @@ TEST(TEST_CATEGORY, construction_prepare_requires_zero_num_ops) {
   for (std::int32_t n : {1, -1, 4, 5}) {
     SCOPED_TRACE("num_ops " + std::to_string(n));
     CtorArgs s;
-    statexfer_test::upload(s.commands.errors, std::vector<std::int32_t>(4, 9));
+    statexfer::test::upload(s.commands.errors, std::vector<std::int32_t>(4, 9));
     auto t = s.make();
-    statexfer_test::upload(s.commands.num_ops, std::vector<std::int32_t>{n});
+    statexfer::test::upload(s.commands.num_ops, std::vector<std::int32_t>{n});
     const Image before = image_of(s);
     EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { t.prepare(Exec()); }, {"num_ops", std::to_string(n)}));
     EXPECT_FALSE(t.prepared());
@@ -869,17 +869,17 @@ TEST(TEST_CATEGORY, construction_prepare_requires_zero_num_ops) {
     EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.validate(Exec()); }, {"prepare"}));
     EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.apply(Exec()); }, {"prepare"}));
     // With num_ops back at 0 it prepares, and validate() writes the errors.
-    statexfer_test::upload(s.commands.num_ops, std::vector<std::int32_t>{0});
+    statexfer::test::upload(s.commands.num_ops, std::vector<std::int32_t>{0});
     EXPECT_NO_THROW(t.prepare(Exec()));
     EXPECT_TRUE(t.prepared());
-    EXPECT_EQ(statexfer_test::download(s.commands.errors), std::vector<std::int32_t>(4, 0));
-    EXPECT_EQ(statexfer_test::download(s.pool.backing()), before.pool);
+    EXPECT_EQ(statexfer::test::download(s.commands.errors), std::vector<std::int32_t>(4, 0));
+    EXPECT_EQ(statexfer::test::download(s.pool.backing()), before.pool);
   }
 }
 
 TEST(TEST_CATEGORY, construction_validate_and_apply_before_prepare) {
   CtorArgs s;
-  statexfer_test::upload(s.commands.errors, std::vector<std::int32_t>(4, 9));
+  statexfer::test::upload(s.commands.errors, std::vector<std::int32_t>(4, 9));
   auto t = s.make();
   const Image before = image_of(s);
   EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.validate(Exec()); }, {"validate", "prepare"}));
@@ -900,7 +900,7 @@ TEST(TEST_CATEGORY, construction_views_without_memory) {
   // Unmanaged Views over a null pointer have extents but no memory.
   using backing_view = statexfer::StatePool<Exec>::backing_view;
   using capacity_view = statexfer::StatePool<Exec>::capacity_view;
-  const StateLayout layout = statexfer_test::test_layout();
+  const StateLayout layout = statexfer::test::test_layout();
   {
     CtorArgs s;  // (rejects() would read the pool back)
     s.pool = statexfer::StatePool<Exec>(layout, backing_view(static_cast<std::uint8_t*>(nullptr), 8, 80),
@@ -993,61 +993,61 @@ TEST(TEST_CATEGORY, construction_memory_capacity_is_clamped_on_the_device) {
   for (const std::int64_t cap : {std::int64_t(16), std::int64_t(17), std::int64_t(1000),
                                  std::numeric_limits<std::int64_t>::max()}) {
     SCOPED_TRACE("memory capacity " + std::to_string(cap));
-    CtorArgs s(4, statexfer_test::test_layout(), 8);  // rows 0..7, kv pages 0..15
+    CtorArgs s(4, statexfer::test::test_layout(), 8);  // rows 0..7, kv pages 0..15
     auto t = s.make();
     t.prepare(Exec());
-    statexfer_test::upload(s.pool.memory_capacity(), std::vector<std::int64_t>{cap, cap});
+    statexfer::test::upload(s.pool.memory_capacity(), std::vector<std::int64_t>{cap, cap});
     std::vector<std::int64_t> state_rows(4 * 8, 0);
     for (std::int64_t slot = 0; slot < 4; ++slot) state_rows[static_cast<std::size_t>(slot * 8)] = 1 + slot;
-    statexfer_test::upload(s.config.state_rows, state_rows);
+    statexfer::test::upload(s.config.state_rows, state_rows);
     // tables[slot][0]: 0, 1, 16 (== P, no such page), 15 (the last page)
     std::vector<std::int32_t> tables(16, 0);
     tables[4] = 1, tables[8] = 16, tables[12] = 15;
-    statexfer_test::upload(s.tables, tables);
-    statexfer_test::upload(s.config.requests.consumed_tokens, std::vector<std::int64_t>{2, 2, 2, 2});
+    statexfer::test::upload(s.tables, tables);
+    statexfer::test::upload(s.config.requests.consumed_tokens, std::vector<std::int64_t>{2, 2, 2, 2});
     // Snapshot into row 8 (== rows); restore from row 8; a partial page 16; a snapshot
     // into the last row 7 saving page 15, which applies.
-    statexfer_test::upload(s.commands.request_slots, std::vector<std::int64_t>{0, 1, 2, 3});
-    statexfer_test::upload(s.commands.source_slots, std::vector<std::int64_t>{1, 8, 3, 4});
-    statexfer_test::upload(s.commands.destination_slots, std::vector<std::int64_t>{8, 2, 5, 7});
-    statexfer_test::upload(s.commands.operation, std::vector<std::int32_t>{0, 0, 0, 0});
-    statexfer_test::upload(s.commands.expected_consumed, std::vector<std::int64_t>{2, 2, 2, 2});
-    statexfer_test::upload(s.commands.num_ops, std::vector<std::int32_t>{4});
+    statexfer::test::upload(s.commands.request_slots, std::vector<std::int64_t>{0, 1, 2, 3});
+    statexfer::test::upload(s.commands.source_slots, std::vector<std::int64_t>{1, 8, 3, 4});
+    statexfer::test::upload(s.commands.destination_slots, std::vector<std::int64_t>{8, 2, 5, 7});
+    statexfer::test::upload(s.commands.operation, std::vector<std::int32_t>{0, 0, 0, 0});
+    statexfer::test::upload(s.commands.expected_consumed, std::vector<std::int64_t>{2, 2, 2, 2});
+    statexfer::test::upload(s.commands.num_ops, std::vector<std::int32_t>{4});
     const Image before = image_of(s);
     t.validate(Exec());
     t.apply(Exec());
     Exec().fence();
-    EXPECT_EQ(statexfer_test::download(s.commands.errors), (std::vector<std::int32_t>{2, 2, 6, 0}));
+    EXPECT_EQ(statexfer::test::download(s.commands.errors), (std::vector<std::int32_t>{2, 2, 6, 0}));
     std::vector<std::uint8_t> want = before.pool;
-    const std::size_t rb = statexfer_test::test_row_bytes;
+    const std::size_t rb = statexfer::test::test_row_bytes;
     // want[7] = pool[4] with page 15 of the cache at the kv region (memcpy: g++ 12
     // takes copy_n into a vector here for an overflow, wrongly).
     ASSERT_GE(want.size(), 8 * rb);
     std::memcpy(want.data() + 7 * rb, before.pool.data() + 4 * rb, rb);
-    std::memcpy(want.data() + 7 * rb + statexfer_test::off_kv, before.kv.data() + 15 * 16, 16);
-    EXPECT_TRUE(statexfer_test::same_bytes(statexfer_test::download(s.pool.backing()), want, "pool", 80));
-    EXPECT_EQ(statexfer_test::download(s.kv), before.kv);
+    std::memcpy(want.data() + 7 * rb + statexfer::test::off_kv, before.kv.data() + 15 * 16, 16);
+    EXPECT_TRUE(statexfer::test::same_bytes(statexfer::test::download(s.pool.backing()), want, "pool", 80));
+    EXPECT_EQ(statexfer::test::download(s.kv), before.kv);
   }
   {  // negative capacities: no row is usable
-    CtorArgs s(4, statexfer_test::test_layout(), 8);
+    CtorArgs s(4, statexfer::test::test_layout(), 8);
     auto t = s.make();
     t.prepare(Exec());
-    statexfer_test::upload(s.pool.memory_capacity(), std::vector<std::int64_t>{-1, -1});
+    statexfer::test::upload(s.pool.memory_capacity(), std::vector<std::int64_t>{-1, -1});
     std::vector<std::int64_t> state_rows(4 * 8, 0);
     for (std::int64_t slot = 0; slot < 4; ++slot) state_rows[static_cast<std::size_t>(slot * 8)] = 1 + slot;
-    statexfer_test::upload(s.config.state_rows, state_rows);
-    statexfer_test::upload(s.commands.request_slots, std::vector<std::int64_t>{0, 1, -1, -1});
-    statexfer_test::upload(s.commands.source_slots, std::vector<std::int64_t>{-1, 2, -1, -1});
-    statexfer_test::upload(s.commands.destination_slots, std::vector<std::int64_t>{1, 5, -1, -1});
-    statexfer_test::upload(s.commands.operation, std::vector<std::int32_t>{1, 0, 0, 0});
-    statexfer_test::upload(s.commands.expected_consumed, std::vector<std::int64_t>{0, 4, -1, -1});
-    statexfer_test::upload(s.commands.num_ops, std::vector<std::int32_t>{2});
+    statexfer::test::upload(s.config.state_rows, state_rows);
+    statexfer::test::upload(s.commands.request_slots, std::vector<std::int64_t>{0, 1, -1, -1});
+    statexfer::test::upload(s.commands.source_slots, std::vector<std::int64_t>{-1, 2, -1, -1});
+    statexfer::test::upload(s.commands.destination_slots, std::vector<std::int64_t>{1, 5, -1, -1});
+    statexfer::test::upload(s.commands.operation, std::vector<std::int32_t>{1, 0, 0, 0});
+    statexfer::test::upload(s.commands.expected_consumed, std::vector<std::int64_t>{0, 4, -1, -1});
+    statexfer::test::upload(s.commands.num_ops, std::vector<std::int32_t>{2});
     const Image before = image_of(s);
     t.validate(Exec());
     t.apply(Exec());
     Exec().fence();
-    EXPECT_EQ(statexfer_test::download(s.commands.errors), (std::vector<std::int32_t>{2, 2, 0, 0}));
-    EXPECT_EQ(statexfer_test::download(s.pool.backing()), before.pool);
+    EXPECT_EQ(statexfer::test::download(s.commands.errors), (std::vector<std::int32_t>{2, 2, 0, 0}));
+    EXPECT_EQ(statexfer::test::download(s.pool.backing()), before.pool);
   }
 }
 

@@ -3,7 +3,7 @@
 
 // Randomized differential test: thousands of random batches (fixed seeds,
 // std::mt19937_64), each run through the library on TEST_EXECSPACE
-// (tools::run_case; odd batches through validate_and_apply(), the others through
+// (test::run_case; odd batches through validate_and_apply(), the others through
 // validate() and apply()) and through the host reference (reference_run); error
 // codes, pool and every cache must agree byte for byte.
 //
@@ -30,17 +30,17 @@
 #include <string>
 #include <vector>
 
-#include <statexfer_tools/case.hpp>
-#include <statexfer_tools/run_case.hpp>
+#include <common/case.hpp>
+#include <common/run_case.hpp>
 
-#include "case_factory.hpp"
-#include "reference/host_reference.hpp"
-#include "reference_check.hpp"
+#include "common/case_factory.hpp"
+#include "common/reference.hpp"
+#include "common/reference_check.hpp"
 
 namespace {
 namespace differential {
 
-using statexfer::tools::Case;
+using statexfer::test::Case;
 using Rng = std::mt19937_64;
 
 using statexfer::test::choice;
@@ -128,7 +128,7 @@ inline void random_bytes(Rng& rng, std::vector<std::uint8_t>& bytes) {
 
 // Page table entries: a permutation modulo P (as cases.py), or, when colliding,
 // one of very few pages; about 4% unmapped (-1) and 3% past the page count.
-inline void random_table(Rng& rng, statexfer::tools::NpyArray& table, std::int64_t P, bool collide) {
+inline void random_table(Rng& rng, statexfer::test::NpyArray& table, std::int64_t P, bool collide) {
   namespace ft = statexfer::test;
   const std::int64_t n = table.shape[0] * table.shape[1];
   std::vector<std::int64_t> perm(static_cast<std::size_t>(std::max(P, n)));
@@ -270,7 +270,7 @@ struct Stats {
 }  // namespace differential
 
 TEST(TEST_CATEGORY, differential_random_batches) {
-  namespace tools = statexfer::tools;
+  namespace ft = statexfer::test;
   namespace ft = statexfer::test;
   using namespace differential;
   constexpr int configs = 160;
@@ -288,11 +288,11 @@ TEST(TEST_CATEGORY, differential_random_batches) {
       if (ci == 0 && b < 8) ft::set_num_ops(c, static_cast<std::int32_t>(cfg.C));  // C = 64, full count
 
       // Odd batches through validate_and_apply() (one launch on GPUs).
-      const auto steps = b % 2 ? tools::Steps::fused : tools::Steps::separate;
+      const auto steps = b % 2 ? ft::Steps::fused : ft::Steps::separate;
       const ft::ReferenceCheck check = ft::check_against_reference<TEST_EXECSPACE>(
           c, "statexfer_differential",
           "config" + std::to_string(ci) + "_batch" + std::to_string(b) + (b % 2 ? "_fused" : ""), 5, dumped, steps);
-      const tools::CaseOutputs& expected = check.expected;
+      const ft::CaseOutputs& expected = check.expected;
       ++stats.batches;
       if (!check.identical) {
         ++stats.mismatches;
@@ -350,7 +350,7 @@ TEST(TEST_CATEGORY, differential_random_batches) {
 // shared by source and destination and at least 4 KiB; row sizes here make
 // some copies share it and others not).
 TEST(TEST_CATEGORY, differential_large_rows) {
-  namespace tools = statexfer::tools;
+  namespace ft = statexfer::test;
   namespace ft = statexfer::test;
   using namespace differential;
   std::int64_t batches = 0, mismatches = 0, copies = 0;
@@ -381,11 +381,11 @@ TEST(TEST_CATEGORY, differential_large_rows) {
     for (int b = 0; b < 12; ++b) {
       Rng batch_rng(0x1a76e100ULL * 7 + static_cast<std::uint64_t>(ci) * 1009ULL + static_cast<std::uint64_t>(b));
       randomize_batch(batch_rng, config, c, b);
-      const auto steps = b % 2 ? tools::Steps::fused : tools::Steps::separate;
+      const auto steps = b % 2 ? ft::Steps::fused : ft::Steps::separate;
       const ft::ReferenceCheck check = ft::check_against_reference<TEST_EXECSPACE>(
           c, "statexfer_differential",
           "large_rows" + std::to_string(ci) + "_batch" + std::to_string(b) + (b % 2 ? "_fused" : ""), 5, dumped, steps);
-      const tools::CaseOutputs& expected = check.expected;
+      const ft::CaseOutputs& expected = check.expected;
       ++batches;
       mismatches += check.identical ? 0 : 1;
       const std::int32_t count = ft::num_ops(c);

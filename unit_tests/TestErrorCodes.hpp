@@ -22,23 +22,23 @@
 #include <string>
 #include <vector>
 
-#include "batch_fixture.hpp"
+#include "common/batch_fixture.hpp"
 
 namespace {
 
-using statexfer_test::Batch;
-using statexfer_test::BatchOptions;
-using statexfer_test::Command;
-using statexfer_test::reset_cmd;
-using statexfer_test::restore_cmd;
-using statexfer_test::snapshot_cmd;
+using statexfer::test::Batch;
+using statexfer::test::BatchOptions;
+using statexfer::test::Command;
+using statexfer::test::reset_cmd;
+using statexfer::test::restore_cmd;
+using statexfer::test::snapshot_cmd;
 using ErrorCodesBatch = Batch<TEST_EXECSPACE>;
 using codes_t = std::vector<std::int32_t>;
 
 // Bytes [offset, offset + n) of row `row` of a pool image.
 inline std::vector<std::uint8_t> row_bytes_of(const std::vector<std::uint8_t>& pool, std::int64_t row,
                                               std::int64_t offset, std::int64_t n) {
-  const auto at = pool.begin() + row * statexfer_test::test_row_bytes + offset;
+  const auto at = pool.begin() + row * statexfer::test::test_row_bytes + offset;
   return {at, at + n};
 }
 inline std::vector<std::uint8_t> page_of(const std::vector<std::uint8_t>& cache, std::int64_t page,
@@ -61,7 +61,7 @@ inline void expect_single_rejected(const std::string& name, std::int32_t code, c
 // ----------------------------------------------------------------------- code 0
 
 TEST(TEST_CATEGORY, error_codes_snapshot_copies_row_and_saves_partial_page) {
-  using namespace statexfer_test;
+  using namespace statexfer::test;
   ErrorCodesBatch b;
   const Command snap = snapshot_cmd(0, 1, 5, 6);
   EXPECT_EQ(b.run({snap}), b.codes({0}));
@@ -78,7 +78,7 @@ TEST(TEST_CATEGORY, error_codes_snapshot_copies_row_and_saves_partial_page) {
 }
 
 TEST(TEST_CATEGORY, error_codes_snapshot_at_page_boundary_copies_row_only) {
-  using namespace statexfer_test;
+  using namespace statexfer::test;
   ErrorCodesBatch b;
   b.request_consumed(0) = 8;  // 8 % 4 == 0: no partial page
   b.table(0, 2) = -1;         // never read
@@ -89,7 +89,7 @@ TEST(TEST_CATEGORY, error_codes_snapshot_at_page_boundary_copies_row_only) {
 }
 
 TEST(TEST_CATEGORY, error_codes_restore_copies_row_and_restores_partial_page) {
-  using namespace statexfer_test;
+  using namespace statexfer::test;
   ErrorCodesBatch b;
   const Command rest = restore_cmd(1, 6, 2, 6);
   EXPECT_EQ(b.run({rest}), b.codes({0}));
@@ -109,15 +109,15 @@ TEST(TEST_CATEGORY, error_codes_restore_reads_consumed_tokens_of_the_source_row)
   const Command rest = restore_cmd(1, 6, 2, 9);
   EXPECT_EQ(b.run({rest}), b.codes({0}));
   EXPECT_TRUE(b.memory_is(b.expect({rest})));
-  EXPECT_EQ(page_of(b.kv_after, 6, statexfer_test::kv_bytes),
-            row_bytes_of(b.pool_h, 6, statexfer_test::off_kv, statexfer_test::kv_bytes));
+  EXPECT_EQ(page_of(b.kv_after, 6, statexfer::test::kv_bytes),
+            row_bytes_of(b.pool_h, 6, statexfer::test::off_kv, statexfer::test::kv_bytes));
   // The request's own consumed count (6) is not what a restore compares with.
   EXPECT_EQ(b.run({restore_cmd(1, 6, 2, 6)}), b.codes({3}));
   EXPECT_TRUE(b.memory_is(b.unchanged()));
 }
 
 TEST(TEST_CATEGORY, error_codes_reset_zeroes_row_outside_excluded_regions) {
-  using namespace statexfer_test;
+  using namespace statexfer::test;
   BatchOptions o;
   o.excluded = {"meta"};
   ErrorCodesBatch b(o);
@@ -135,7 +135,7 @@ TEST(TEST_CATEGORY, error_codes_reset_zeroes_row_outside_excluded_regions) {
 }
 
 TEST(TEST_CATEGORY, error_codes_copies_leave_excluded_regions_alone) {
-  using namespace statexfer_test;
+  using namespace statexfer::test;
   BatchOptions o;
   o.excluded = {"meta", "conv"};
   ErrorCodesBatch b(o);
@@ -354,8 +354,8 @@ TEST(TEST_CATEGORY, error_codes_alias_conflict_pages) {
     const std::vector<Command> cmds = {snapshot_cmd(0, 1, 5, 6), snapshot_cmd(1, 2, 6, 6)};
     EXPECT_EQ(b.run(cmds), b.codes({0, 0}));
     EXPECT_TRUE(b.memory_is(b.expect(cmds)));
-    EXPECT_EQ(row_bytes_of(b.pool_after, 5, statexfer_test::off_kv, statexfer_test::kv_bytes),
-              row_bytes_of(b.pool_after, 6, statexfer_test::off_kv, statexfer_test::kv_bytes));
+    EXPECT_EQ(row_bytes_of(b.pool_after, 5, statexfer::test::off_kv, statexfer::test::kv_bytes),
+              row_bytes_of(b.pool_after, 6, statexfer::test::off_kv, statexfer::test::kv_bytes));
   }
   {
     SCOPED_TRACE("a page shared with a command that has no partial page is fine");
@@ -534,7 +534,7 @@ TEST(TEST_CATEGORY, error_codes_rows_past_count_are_ignored) {
 // ------------------------------------------------------------- trailing pages
 
 TEST(TEST_CATEGORY, error_codes_trailing_bytes) {
-  using namespace statexfer_test;
+  using namespace statexfer::test;
   BatchOptions o;
   o.trailing = true;
   const std::int64_t half = draft_bytes / 2;
@@ -909,8 +909,8 @@ TEST(TEST_CATEGORY, error_codes_apply_reads_combined_errors) {
   b.upload_commands(cmds, 3);
   b.transfer->validate(TEST_EXECSPACE());
   TEST_EXECSPACE().fence();
-  EXPECT_EQ(statexfer_test::download(b.commands.errors), b.codes({0, 0, 0}));
-  statexfer_test::upload(b.commands.errors, b.codes({4, 0, 6}));
+  EXPECT_EQ(statexfer::test::download(b.commands.errors), b.codes({0, 0, 0}));
+  statexfer::test::upload(b.commands.errors, b.codes({4, 0, 6}));
   b.transfer->apply(TEST_EXECSPACE());
   b.read_back();
   EXPECT_TRUE(b.memory_is(b.expect({cmds[1]})));
@@ -920,8 +920,8 @@ TEST(TEST_CATEGORY, error_codes_apply_reads_combined_errors) {
 // commands and tables rewritten in between change nothing, and `errors` can only
 // veto. The reference module re-reads them; the library deliberately does not.
 TEST(TEST_CATEGORY, error_codes_apply_acts_on_the_validated_plan) {
-  using statexfer_test::download;
-  using statexfer_test::upload;
+  using statexfer::test::download;
+  using statexfer::test::upload;
   const std::vector<Command> validated = {snapshot_cmd(0, 1, 5, 6), restore_cmd(1, 6, 2, 6), {2, 3, 9, 0, 7}};
   // 0: num_ops only; 1: num_ops and every command; 2: the tables and errors too.
   for (int rewrite = 0; rewrite < 3; ++rewrite) {

@@ -3,7 +3,7 @@
 
 // Large batches (issue 6): capacities 128..4096 beyond the contract's 1..64, whose
 // validation sorts the keys that can collide instead of comparing every pair.
-// Every batch runs through the library on TEST_EXECSPACE (tools::run_case, or one
+// Every batch runs through the library on TEST_EXECSPACE (ft::run_case, or one
 // transfer reused across batches) and through the brute-force host reference
 // (reference_run); error codes, pool and caches must agree byte for byte, at
 // every capacity from 1 to 4096, so the contract's path (<= 64) and the sorted
@@ -36,19 +36,19 @@
 #include <vector>
 
 #include <statexfer/statexfer.hpp>
-#include <statexfer_tools/case.hpp>
-#include <statexfer_tools/run_case.hpp>
+#include <common/case.hpp>
+#include <common/run_case.hpp>
 
-#include "case_factory.hpp"
-#include "reference/host_reference.hpp"
-#include "reference_check.hpp"
+#include "common/case_factory.hpp"
+#include "common/reference.hpp"
+#include "common/reference_check.hpp"
 
 namespace {
 namespace large_batch {
 
 namespace ft = statexfer::test;
-namespace tools = statexfer::tools;
-using tools::Case;
+namespace ft = statexfer::test;
+using ft::Case;
 using Rng = std::mt19937_64;
 
 using statexfer::test::choice;
@@ -124,7 +124,7 @@ inline Case make_config(Rng& rng, std::int64_t C, bool trailing, std::int64_t ro
 // Page table contents: distinct pages (a permutation of [0, P)), one page for
 // every entry, or pages from a pool of two; `bad` of the entries unmapped (-1)
 // or past the page count.
-inline void fill_table(Rng& rng, tools::NpyArray& table, std::int64_t P, int distinct_pages, double bad) {
+inline void fill_table(Rng& rng, ft::NpyArray& table, std::int64_t P, int distinct_pages, double bad) {
   const std::int64_t n = table.shape[0] * table.shape[1];
   std::vector<std::int64_t> perm(static_cast<std::size_t>(std::max(P, n)));
   std::iota(perm.begin(), perm.end(), 0);
@@ -263,7 +263,7 @@ struct Tally {
 };
 
 // Library vs reference on `c` (saves a mismatching case). Returns the reference's outputs.
-inline tools::CaseOutputs check(const Case& c, const std::string& what, Tally& tally) {
+inline ft::CaseOutputs check(const Case& c, const std::string& what, Tally& tally) {
   ft::ReferenceCheck r = ft::check_against_reference<TEST_EXECSPACE>(c, "statexfer_large_batch", what, 3, tally.dumped);
   ++tally.batches;
   if (!r.identical) ++tally.mismatches;
@@ -272,7 +272,7 @@ inline tools::CaseOutputs check(const Case& c, const std::string& what, Tally& t
   return std::move(r.expected);
 }
 
-inline std::int64_t count_code(const tools::CaseOutputs& out, std::int64_t C, std::int32_t code, std::int64_t rows) {
+inline std::int64_t count_code(const ft::CaseOutputs& out, std::int64_t C, std::int32_t code, std::int64_t rows) {
   std::int64_t n = 0;
   for (std::int64_t r = 0; r < std::min(C, rows); ++r) n += ft::get<std::int32_t>(*out.errors, r) == code;
   return n;
@@ -293,8 +293,8 @@ struct Bound {
   std::optional<statexfer::PreparedStateTransfer<Exec>> transfer;
 
   explicit Bound(const Case& c) {
-    namespace d = tools::run_case_detail;
-    const tools::CaseSpec& s = c.spec;
+    namespace d = ft::run_case_detail;
+    const ft::CaseSpec& s = c.spec;
     backing = d::upload2<std::uint8_t, Mem>(c, "backing", statexfer::DType::uint8);
     capacity = d::upload1<std::int64_t, Mem>(c, "memory_capacity", statexfer::DType::int64);
     tables = d::upload2<std::int32_t, Mem>(c, "tables", statexfer::DType::int32);
@@ -302,7 +302,7 @@ struct Bound {
     consumed = d::upload2<std::int64_t, Mem>(c, "request_consumed", statexfer::DType::int64);
     if (c.arrays.count("trailing_tables"))
       trailing_tables = d::upload2<std::int32_t, Mem>(c, "trailing_tables", statexfer::DType::int32);
-    for (const auto& n : tools::binding_names(s))
+    for (const auto& n : ft::binding_names(s))
       caches[n] = d::upload2<std::uint8_t, Mem>(c, "cache_" + n, statexfer::DType::uint8);
     statexfer::StatePool<Exec> pool(statexfer::StateLayout(s.regions, s.row_bytes), backing, capacity);
     commands = statexfer::StateCommands<Exec>::allocate(s.capacity);
@@ -320,8 +320,8 @@ struct Bound {
 
   // Upload everything a batch may change (the pool and caches are left as the
   // previous batch made them), run validate and apply, read back.
-  tools::CaseOutputs run(const Case& c) {
-    namespace d = tools::run_case_detail;
+  ft::CaseOutputs run(const Case& c) {
+    namespace d = ft::run_case_detail;
     Kokkos::deep_copy(tables, d::upload2<std::int32_t, Mem>(c, "tables", statexfer::DType::int32));
     if (trailing_tables.data())
       Kokkos::deep_copy(trailing_tables, d::upload2<std::int32_t, Mem>(c, "trailing_tables", statexfer::DType::int32));
@@ -340,7 +340,7 @@ struct Bound {
     transfer->validate(exec);
     transfer->apply(exec);
     exec.fence();
-    tools::CaseOutputs out;
+    ft::CaseOutputs out;
     out.errors = d::download(commands.errors, statexfer::DType::int32);
     out.backing = d::download(backing, statexfer::DType::uint8);
     for (const auto& [n, v] : caches) out.caches[n] = d::download(v, statexfer::DType::uint8);
@@ -435,7 +435,7 @@ TEST(TEST_CATEGORY, large_batch_matches_reference_every_capacity) {
         if (scenario == Scenario::one_trailing_page && !shape.trailing) continue;
         const std::int64_t count = fill_batch(rng, shape, c, scenario);
         const std::string what = "C" + std::to_string(C) + "_round" + std::to_string(round) + "_" + name(scenario);
-        const tools::CaseOutputs expected = check(c, what, tally);
+        const ft::CaseOutputs expected = check(c, what, tally);
         if (!expected.errors) continue;
         const std::int64_t live = std::clamp<std::int64_t>(count, 0, C);
         // The scenarios do what they say (so that a generator change cannot
@@ -486,7 +486,7 @@ TEST(TEST_CATEGORY, large_batch_bytes_match_reference) {
     for (Scenario scenario : {Scenario::restores_one_source, Scenario::snapshots_one_page, Scenario::one_trailing_page}) {
       fill_batch(rng, shape, c, scenario);
       const std::string what = "bytes_C" + std::to_string(C) + "_" + name(scenario);
-      const tools::CaseOutputs expected = check(c, what, tally);
+      const ft::CaseOutputs expected = check(c, what, tally);
       if (scenario != Scenario::one_trailing_page) { EXPECT_EQ(count_code(expected, C, 0, C), C) << what; }
     }
     // A valid mixed batch: distinct rows and pages, every kind of command.
@@ -512,9 +512,9 @@ TEST(TEST_CATEGORY, large_batch_reused_transfer) {
                               Scenario::snapshots_one_page, Scenario::mixed}) {
       fill_batch(rng, shape, c, scenario);
       const std::string what = "reused_C" + std::to_string(C) + "_step" + std::to_string(step++) + "_" + name(scenario);
-      const tools::CaseOutputs expected = statexfer::reference::reference_run(c);
-      const tools::CaseOutputs actual = bound.run(c);
-      const tools::Comparison cmp = tools::compare_outputs(actual, expected);
+      const ft::CaseOutputs expected = statexfer::test::reference_run(c);
+      const ft::CaseOutputs actual = bound.run(c);
+      const ft::Comparison cmp = ft::compare_outputs(actual, expected);
       EXPECT_TRUE(cmp.identical()) << what << ": " << ft::describe(cmp);
       if (!cmp.identical()) break;
       // The next batch starts from what this one wrote.

@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include <statexfer_tools/case.hpp>
-#include <statexfer_tools/run_case.hpp>
+#include <common/case.hpp>
+#include <common/run_case.hpp>
 
-namespace statexfer::tools {
+namespace statexfer::test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -245,11 +245,11 @@ int main_impl(int argc, char* argv[]) {
 }
 
 }  // namespace
-}  // namespace statexfer::tools
+}  // namespace statexfer::test
 
 int main(int argc, char* argv[]) {
   try {
-    return statexfer::tools::main_impl(argc, argv);
+    return statexfer::test::main_impl(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "statexfer-replay: internal error: " << e.what() << "\n";
     return 2;

@@ -11,29 +11,29 @@
 #include <cstring>
 #include <random>
 
-#include <reference/host_reference.hpp>
-#include <statexfer_tools/run_case.hpp>
-#include <test_data.hpp>
+#include <common/reference.hpp>
+#include <common/run_case.hpp>
+#include <common/test_data.hpp>
 
 namespace {
 
 using Exec = Kokkos::Cuda;
 using Mem = Exec::memory_space;
-namespace tools = statexfer::tools;
+namespace ft = statexfer::test;
 
 #define STATEXFER_CUDA_CHECK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 template <class T>
-T* array_data(tools::Case& c, const std::string& name) {
+T* array_data(ft::Case& c, const std::string& name) {
   return c.arrays.at(name).data<T>();
 }
 
 // A conformance case with trailing bindings and the largest capacity: every
 // kind of work item is in its graph.
-tools::Case pick_case() {
-  tools::Case best;
-  for (const auto& dir : tools::find_cases(statexfer::test::cases_root())) {
-    tools::Case c = tools::load_case(dir);
+ft::Case pick_case() {
+  ft::Case best;
+  for (const auto& dir : ft::find_cases(statexfer::test::cases_root())) {
+    ft::Case c = ft::load_case(dir);
     if (c.spec.trailing_pages.empty() || c.expected.construct_error) continue;
     if (best.spec.capacity < c.spec.capacity ||
         (best.spec.capacity == c.spec.capacity && best.spec.excluded_regions.empty() &&
@@ -45,7 +45,7 @@ tools::Case pick_case() {
 
 // Random commands in the shape an engine sends: snapshots, restores, resets,
 // some noise, a random count; consumed endpoints read from the current pool.
-void random_commands(tools::Case& c, std::mt19937_64& rng) {
+void random_commands(ft::Case& c, std::mt19937_64& rng) {
   const std::int64_t cap = c.spec.capacity, rows = c.spec.rows, row_bytes = c.spec.row_bytes;
   std::int64_t consumed_offset = 0;
   for (const auto& r : c.spec.regions)
@@ -85,13 +85,13 @@ void random_commands(tools::Case& c, std::mt19937_64& rng) {
 }
 
 template <class View>
-void async_upload(const View& v, const tools::NpyArray& a, cudaStream_t s) {
+void async_upload(const View& v, const ft::NpyArray& a, cudaStream_t s) {
   ASSERT_EQ(a.bytes.size(), v.span() * sizeof(typename View::value_type));
   ASSERT_EQ(cudaMemcpyAsync(v.data(), a.bytes.data(), a.bytes.size(), cudaMemcpyHostToDevice, s), cudaSuccess);
 }
 
 template <class View>
-void async_download(tools::NpyArray& a, const View& v, cudaStream_t s) {
+void async_download(ft::NpyArray& a, const View& v, cudaStream_t s) {
   ASSERT_EQ(a.bytes.size(), v.span() * sizeof(typename View::value_type));
   ASSERT_EQ(cudaMemcpyAsync(a.bytes.data(), v.data(), a.bytes.size(), cudaMemcpyDeviceToHost, s), cudaSuccess);
 }
@@ -102,8 +102,8 @@ struct DeviceCase {
   std::map<std::string, statexfer::PageBinding<Exec>::cache_view> caches;
   std::optional<statexfer::PreparedStateTransfer<Exec>> transfer;
 
-  explicit DeviceCase(const tools::Case& c) {
-    namespace d = tools::run_case_detail;
+  explicit DeviceCase(const ft::Case& c) {
+    namespace d = ft::run_case_detail;
     const auto& s = c.spec;
     auto backing = d::upload2<std::uint8_t, Mem>(c, "backing", statexfer::DType::uint8);
     auto capacity = d::upload1<std::int64_t, Mem>(c, "memory_capacity", statexfer::DType::int64);
@@ -130,7 +130,7 @@ struct DeviceCase {
 // Captures validate() + apply(), or validate_and_apply() when `fused`, and
 // replays it 120 times with new commands.
 void capture_and_replay(bool fused) {
-  tools::Case c = pick_case();
+  ft::Case c = pick_case();
   ASSERT_GT(c.spec.capacity, 0) << "no conformance case with trailing bindings";
   DeviceCase dev(c);
 
@@ -182,14 +182,14 @@ void capture_and_replay(bool fused) {
       async_upload(dev.commands.num_ops, c.arrays.at("num_ops"), stream);
       STATEXFER_CUDA_CHECK(cudaGraphLaunch(instance, stream));
 
-      const tools::CaseOutputs want = statexfer::reference::reference_run(c);
-      tools::CaseOutputs have = want;  // same shapes; bytes overwritten below
+      const ft::CaseOutputs want = statexfer::test::reference_run(c);
+      ft::CaseOutputs have = want;  // same shapes; bytes overwritten below
       async_download(*have.errors, dev.commands.errors, stream);
       async_download(*have.backing, dev.pool.backing(), stream);
       for (auto& [name, cache] : dev.caches) async_download(have.caches.at(name), cache, stream);
       STATEXFER_CUDA_CHECK(cudaStreamSynchronize(stream));
 
-      const tools::Comparison cmp = tools::compare_outputs(have, want);
+      const ft::Comparison cmp = ft::compare_outputs(have, want);
       ASSERT_TRUE(cmp.identical()) << "replay " << rep << ": " << cmp.total << " differences, first in "
                                    << cmp.first.front().array << "[" << cmp.first.front().index << "] "
                                    << cmp.first.front().value << " vs " << cmp.first.front().expected;
@@ -216,7 +216,7 @@ TEST(TEST_CATEGORY, graph_capture_replays_match_reference) { capture_and_replay(
 TEST(TEST_CATEGORY, graph_capture_validate_and_apply_replays_match_reference) { capture_and_replay(true); }
 
 TEST(TEST_CATEGORY, validate_before_prepare_is_refused_outside_capture) {
-  tools::Case c = pick_case();
+  ft::Case c = pick_case();
   ASSERT_GT(c.spec.capacity, 0);
   DeviceCase dev(c);
   EXPECT_THROW(dev.transfer->validate(), std::logic_error);

@@ -1,12 +1,12 @@
 // libFuzzer target: malformed stx-case/1 folders and .npy files.
 //
-// 1. The whole input, written as one file, goes through tools::read_npy.
+// 1. The whole input, written as one file, goes through test::read_npy.
 // 2. The input is split into a case folder: the bytes before the first
 //    separator "\n%%%" are case.json; every later part is "NAME\nBYTES", written
 //    as NAME (".npy" appended when NAME has no dot; NAME may start with
-//    "expected/"; other names are skipped). tools::load_case must then either
+//    "expected/"; other names are skipped). test::load_case must then either
 //    succeed or throw CaseError (std::invalid_argument is tolerated as the
-//    library's own refusal); when it loads, tools::run_case<Kokkos::Serial> runs it
+//    library's own refusal); when it loads, test::run_case<Kokkos::Serial> runs it
 //    (construction errors come back as construct_error, not thrown).
 // Any other exception aborts, so that libFuzzer reports it; ASan and UBSan catch
 // the rest.
@@ -28,13 +28,13 @@
 #include <system_error>
 #include <typeinfo>
 
-#include <statexfer_tools/case.hpp>
-#include <statexfer_tools/run_case.hpp>
+#include <common/case.hpp>
+#include <common/run_case.hpp>
 
 namespace {
 
 namespace fs = std::filesystem;
-using statexfer::tools::CaseError;
+using statexfer::test::CaseError;
 
 constexpr std::string_view separator = "\n%%%";
 
@@ -99,7 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const fs::path file = dir / "raw.npy";
     write_file(file, input);
     try {
-      const auto a = statexfer::tools::read_npy(file);
+      const auto a = statexfer::test::read_npy(file);
       if (a.elements() * static_cast<std::int64_t>(statexfer::dtype_size(a.dtype)) !=
           static_cast<std::int64_t>(a.bytes.size()))
         std::abort();  // read_npy promises bytes.size() == elements() * dtype size
@@ -129,9 +129,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   try {
-    const statexfer::tools::Case c = statexfer::tools::load_case(case_dir);
-    const auto outputs = statexfer::tools::run_case<Kokkos::Serial>(c);
-    (void)statexfer::tools::compare_outputs(outputs, c.expected);
+    const statexfer::test::Case c = statexfer::test::load_case(case_dir);
+    const auto outputs = statexfer::test::run_case<Kokkos::Serial>(c);
+    (void)statexfer::test::compare_outputs(outputs, c.expected);
   } catch (const CaseError&) {
   } catch (const std::invalid_argument&) {
   } catch (const std::exception& e) {

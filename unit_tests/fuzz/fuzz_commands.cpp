@@ -1,8 +1,8 @@
 // libFuzzer target: arbitrary device-side inputs on a few fixed, valid
 // configurations (page bindings, trailing bindings, excluded regions, capacities
 // 1 to 64, and 128 for the sorted validation), run through the library on
-// Kokkos::Serial (tools::run_case) and through the sequential host reference of
-// docs/CONTRACT.md (reference_run). Error codes, the pool and every cache must agree byte
+// Kokkos::Serial (test::run_case) and through the contract's oracle
+// (test::reference_run, unit_tests/common; docs/CONTRACT.md). Error codes, the pool and every cache must agree byte
 // for byte; any difference aborts, and ASan, UBSan and the Kokkos bounds checks
 // catch any access outside the Views.
 //
@@ -27,17 +27,17 @@
 #include <string>
 #include <vector>
 
-#include <statexfer_tools/case.hpp>
-#include <statexfer_tools/run_case.hpp>
+#include <common/case.hpp>
+#include <common/run_case.hpp>
 
-#include "case_factory.hpp"
-#include "reference/host_reference.hpp"
+#include "common/case_factory.hpp"
+#include "common/reference.hpp"
 
 namespace {
 
 namespace ft = statexfer::test;
 using statexfer::DType;
-using statexfer::tools::Case;
+using statexfer::test::Case;
 
 struct Fixed {
   Case base;
@@ -248,19 +248,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const Fixed& f = all[in.ConsumeIntegralInRange<std::size_t>(0, all.size() - 1)];
   const Case c = build(in, f);
 
-  statexfer::tools::CaseOutputs actual, expected;
+  statexfer::test::CaseOutputs actual, expected;
   try {
-    actual = statexfer::tools::run_case<Kokkos::Serial>(c);
+    actual = statexfer::test::run_case<Kokkos::Serial>(c);
   } catch (const std::exception& e) {
     fail(c, std::string("the library threw: ") + e.what());
   }
   if (actual.construct_error) fail(c, "a fixed configuration was refused: " + *actual.construct_error);
   try {
-    expected = statexfer::reference::reference_run(c);
+    expected = statexfer::test::reference_run(c);
   } catch (const std::exception& e) {
     fail(c, std::string("the reference threw: ") + e.what());
   }
-  const auto cmp = statexfer::tools::compare_outputs(actual, expected);
+  const auto cmp = statexfer::test::compare_outputs(actual, expected);
   if (!cmp.identical()) fail(c, "library and reference differ: " + ft::describe(cmp));
   return 0;
 }

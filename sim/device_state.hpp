@@ -1,0 +1,334 @@
+#ifndef STATEXFER_SIM_DEVICE_STATE_HPP
+#define STATEXFER_SIM_DEVICE_STATE_HPP
+
+// The device side of one rank: the pool, the caches, the page tables, the
+// state rows, the request state and the command arrays; the prepared transfer
+// and the error combiner; on Kokkos::Cuda the graphs that replay validate
+// [+ combine] + apply every step; and the kernel that runs the model's fill jobs.
+
+#include <Kokkos_Core.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <statexfer/combine.hpp>
+#include <statexfer/statexfer.hpp>
+
+#ifdef KOKKOS_ENABLE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include "batch.hpp"
+#include "comm.hpp"
+#include "content.hpp"
+#include "geometry.hpp"
+#include "sim_config.hpp"
+
+namespace statexfer::sim {
+
+/// The model's writes of one step, on the device.
+template <class Exec>
+struct FillKernel {
+  using policy = Kokkos::TeamPolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
+  Kokkos::View<const FillJob*, typename Exec::memory_space> jobs;
+  Kokkos::View<const std::uint64_t*, typename Exec::memory_space> bases;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const typename policy::member_type& team) const {
+    const FillJob j = jobs(team.league_rank());
+    auto* base = reinterpret_cast<std::uint8_t*>(bases(j.target));
+    if (j.set64) {
+      Kokkos::single(Kokkos::PerTeam(team), [&]() { set_int64(base, j); });
+      return;
+    }
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, fill_words(j)), [&](std::int64_t k) { fill_word(base, j, k); });
+  }
+};
+
+template <class Exec>
+class DeviceState {
+ public:
+  using Mem = typename Exec::memory_space;
+  using CacheView = typename statexfer::PageBinding<Exec>::cache_view;
+
+  DeviceState(const SimConfig& cfg, const Geometry& geometry, const Comm& comm)
+      : cfg_(cfg), g_(geometry), comm_(comm) {
+    allocate();
+    build_transfer();
+    fill_targets();
+  }
+  DeviceState(const DeviceState&) = delete;
+  DeviceState& operator=(const DeviceState&) = delete;
+
+  ~DeviceState() {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>)
+      for (auto g : graphs_) cudaGraphExecDestroy(g);
+#endif
+  }
+
+#ifdef STATEXFER_HAVE_NCCL
+  void set_nccl(ncclComm_t comm) { nccl_comm_ = comm; }
+#endif
+
+  /// Prepares the transfer and the combiner (host work), captures the graphs on CUDA.
+  void prepare() {
+    exec_ = make_instance();
+#ifdef STATEXFER_HAVE_NCCL
+    // NCCL on CUDA: the capturable combiner (the caller provides the communicator).
+    if (nccl_comm_ != nullptr && cfg_.combine) combiner_.emplace(commands_, nccl_comm_);
+#endif
+#ifdef STATEXFER_HAVE_MPI
+    if (!combiner_ && comm_.distributed() && cfg_.combine) combiner_.emplace(commands_, comm_.comm);
+#endif
+    if (!combiner_) combiner_.emplace(commands_);
+    transfer_->prepare(exec_);
+    combiner_->prepare(exec_);
+    capture();
+  }
+
+  void upload_tables(const std::vector<std::int32_t>& tables, const std::vector<std::int32_t>& draft_tables) {
+    using HostTable = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    Kokkos::deep_copy(tables_, HostTable(tables.data(), g_.capacity, g_.table_width));
+    Kokkos::deep_copy(draft_tables_, HostTable(draft_tables.data(), g_.capacity, g_.table_width));
+  }
+
+  /// One page-table entry of this rank, until the next upload_tables() or set_page().
+  void set_page(std::int64_t slot, std::int64_t logical, std::int32_t page) {
+    Kokkos::deep_copy(exec_, Kokkos::subview(tables_, slot, logical), page);
+  }
+
+  /// The command arrays, then the count.
+  void upload_batch(const Batch& batch) {
+    const auto count = static_cast<std::int32_t>(batch.size());
+    for (std::int32_t i = 0; i < count; ++i) {
+      const Command& c = batch[i].cmd;
+      h_slots_(i) = c.slot;
+      h_src_(i) = c.src;
+      h_dst_(i) = c.dst;
+      h_op_(i) = c.op;
+      h_end_(i) = c.end;
+    }
+    h_count_(0) = count;
+    Kokkos::deep_copy(exec_, commands_.request_slots, h_slots_);
+    Kokkos::deep_copy(exec_, commands_.source_slots, h_src_);
+    Kokkos::deep_copy(exec_, commands_.destination_slots, h_dst_);
+    Kokkos::deep_copy(exec_, commands_.operation, h_op_);
+    Kokkos::deep_copy(exec_, commands_.expected_consumed, h_end_);
+    Kokkos::deep_copy(exec_, commands_.num_ops, h_count_);
+  }
+
+  /// validate [+ combine] + apply, fenced; returns its seconds.
+  double run_transfer() {
+    exec_.fence();
+    const auto start = std::chrono::steady_clock::now();
+    enqueue_transfer();
+    exec_.fence();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  /// The codes of the first `count` command rows.
+  std::vector<std::int32_t> errors(std::size_t count) {
+    Kokkos::deep_copy(exec_, h_errors_, commands_.errors);
+    exec_.fence();
+    return std::vector<std::int32_t>(h_errors_.data(), h_errors_.data() + count);
+  }
+
+  /// Enqueues the model's fill jobs (fence() waits for them).
+  void run_model(const std::vector<FillJob>& jobs) {
+    const auto n = static_cast<std::int64_t>(jobs.size());
+    if (n == 0) return;
+    using HostJobs = Kokkos::View<const FillJob*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    const HostJobs host_jobs(jobs.data(), static_cast<std::size_t>(n));
+    FillKernel<Exec> kernel{{}, bases_};
+    using Policy = typename FillKernel<Exec>::policy;
+    if constexpr (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) {
+      // Host backends read the host list in place, one thread per job (no team rendezvous).
+      kernel.jobs = host_jobs;
+      Kokkos::parallel_for("sim::model_step", Policy(exec_, n, 1), kernel);
+    } else {
+      if (static_cast<std::int64_t>(jobs_d_.extent(0)) < n)
+        jobs_d_ = Kokkos::View<FillJob*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "sim::fill_jobs"), n + n / 2);
+      auto dst = Kokkos::subview(jobs_d_, std::make_pair(std::int64_t(0), n));
+      Kokkos::deep_copy(exec_, dst, host_jobs);
+      kernel.jobs = dst;
+      Kokkos::parallel_for("sim::model_step", Policy(exec_, n, Kokkos::AUTO), kernel);
+    }
+  }
+
+  void fence() { exec_.fence(); }
+
+  // What the verifier reads.
+  const statexfer::StatePool<Exec>& pool() const { return pool_; }
+  /// Cache `i`: the KV caches, then the draft caches.
+  const CacheView& cache(std::int64_t i) const {
+    return i < g_.kv_planes ? kv_caches_[static_cast<std::size_t>(i)]
+                            : draft_caches_[static_cast<std::size_t>(i - g_.kv_planes)];
+  }
+  const statexfer::RequestState<Exec>& requests() const { return requests_; }
+
+  std::string combiner_name() const { return statexfer::to_string(combiner_->backend()); }
+  bool graphs() const { return !graphs_.empty(); }
+
+ private:
+  // One rank has nothing to combine: validate_and_apply(), one kernel on GPUs.
+  bool one_call() const { return comm_.size == 1; }
+
+  void allocate() {
+    const std::int64_t C = g_.capacity, W = g_.table_width, P = g_.pages;
+    pool_ = statexfer::StatePool<Exec>(g_.layout, g_.rows, P);
+    for (std::int64_t i = 0; i < g_.kv_planes; ++i)
+      kv_caches_.emplace_back("sim::kv" + std::to_string(i), P, g_.kv_page_bytes);
+    for (std::int64_t i = 0; i < g_.draft_planes; ++i)
+      draft_caches_.emplace_back("sim::draft" + std::to_string(i), P, g_.draft_page_bytes);
+    tables_ = statexfer::PageTable<Exec>("sim::page_tables", C, W);
+    draft_tables_ = statexfer::PageTable<Exec>("sim::draft_tables", C, W);
+    Kokkos::deep_copy(tables_, -1);
+    Kokkos::deep_copy(draft_tables_, -1);
+    state_rows_ = statexfer::StateRows<Exec>("sim::state_rows", C, 8);
+    auto h = Kokkos::create_mirror_view(state_rows_);
+    Kokkos::deep_copy(h, 0);
+    for (std::int64_t s = 0; s < C; ++s) h(s, 0) = g_.live_row(s);
+    Kokkos::deep_copy(state_rows_, h);
+    requests_ = statexfer::RequestState<Exec>::allocate(C);
+    commands_ = statexfer::StateCommands<Exec>::allocate(C);
+    h_slots_ = Kokkos::create_mirror_view(commands_.request_slots);
+    h_src_ = Kokkos::create_mirror_view(commands_.source_slots);
+    h_dst_ = Kokkos::create_mirror_view(commands_.destination_slots);
+    h_op_ = Kokkos::create_mirror_view(commands_.operation);
+    h_end_ = Kokkos::create_mirror_view(commands_.expected_consumed);
+    h_count_ = Kokkos::create_mirror_view(commands_.num_ops);
+    h_errors_ = Kokkos::create_mirror_view(commands_.errors);
+  }
+
+  void build_transfer() {
+    statexfer::TransferConfig<Exec> config;
+    for (std::int64_t i = 0; i < g_.kv_planes; ++i)
+      config.pages.push_back({"kv" + std::to_string(i), kv_caches_[static_cast<std::size_t>(i)]});
+    for (std::int64_t i = 0; i < g_.draft_planes; ++i)
+      config.trailing_pages.push_back({"draft" + std::to_string(i), draft_caches_[static_cast<std::size_t>(i)]});
+    config.page_tokens = g_.page_tokens;
+    config.state_rows = state_rows_;
+    config.requests = requests_;
+    if (g_.draft_planes > 0) config.trailing_tables = draft_tables_;
+    if (g_.scratch_bytes > 0) config.excluded_regions = {"scratch"};
+    transfer_.emplace(pool_, commands_, tables_, config);
+  }
+
+  // Fill-job targets (Model's numbering): pool, KV caches, draft caches, request consumed.
+  void fill_targets() {
+    const std::int64_t A = g_.kv_planes, D = g_.draft_planes;
+    bases_ = Kokkos::View<std::uint64_t*, Mem>("sim::fill_bases", 2 + A + D);
+    auto h = Kokkos::create_mirror_view(bases_);
+    h(0) = reinterpret_cast<std::uint64_t>(pool_.backing().data());
+    for (std::int64_t i = 0; i < A; ++i) h(1 + i) = reinterpret_cast<std::uint64_t>(kv_caches_[i].data());
+    for (std::int64_t i = 0; i < D; ++i) h(1 + A + i) = reinterpret_cast<std::uint64_t>(draft_caches_[i].data());
+    h(1 + A + D) = reinterpret_cast<std::uint64_t>(requests_.consumed_tokens.data());
+    Kokkos::deep_copy(bases_, h);
+  }
+
+  Exec make_instance() {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+      if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess)
+        throw std::runtime_error("cudaStreamCreateWithFlags failed");
+      return Exec(stream_);
+    }
+#endif
+    return Exec();
+  }
+
+  // CUDA: validate [+ combine] + apply captured once, replayed every step. The
+  // MPI combiner is a host call: then validate and apply are two graphs with
+  // combine() between them.
+  void capture() {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+      if (!cfg_.graphs) return;
+      auto record = [&](auto&& body) {
+        cudaGraph_t graph;
+        cudaGraphExec_t instance;
+        if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal) != cudaSuccess)
+          throw std::runtime_error("cudaStreamBeginCapture failed");
+        body();
+        if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess) throw std::runtime_error("cudaStreamEndCapture failed");
+        if (cudaGraphInstantiateWithFlags(&instance, graph, 0) != cudaSuccess)
+          throw std::runtime_error("cudaGraphInstantiate failed");
+        cudaGraphDestroy(graph);
+        graphs_.push_back(instance);
+      };
+      if (one_call()) {
+        record([&] { transfer_->validate_and_apply(exec_); });
+      } else if (combiner_->capturable()) {
+        record([&] {
+          transfer_->validate(exec_);
+          combiner_->combine(exec_);
+          transfer_->apply(exec_);
+        });
+      } else {
+        record([&] { transfer_->validate(exec_); });
+        record([&] { transfer_->apply(exec_); });
+      }
+    }
+#endif
+  }
+
+  void enqueue_transfer() {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+      if (!graphs_.empty()) {
+        cudaGraphLaunch(graphs_[0], stream_);
+        if (graphs_.size() == 2) {
+          combiner_->combine(exec_);  // MPI: fences, reduces on the host
+          cudaGraphLaunch(graphs_[1], stream_);
+        }
+        return;
+      }
+    }
+#endif
+    if (one_call()) {
+      transfer_->validate_and_apply(exec_);
+      return;
+    }
+    transfer_->validate(exec_);
+    combiner_->combine(exec_);
+    transfer_->apply(exec_);
+  }
+
+  const SimConfig& cfg_;
+  const Geometry& g_;
+  Comm comm_;
+
+  Exec exec_;
+  statexfer::StatePool<Exec> pool_;
+  std::vector<CacheView> kv_caches_, draft_caches_;
+  statexfer::PageTable<Exec> tables_, draft_tables_;
+  statexfer::StateRows<Exec> state_rows_;
+  statexfer::RequestState<Exec> requests_;
+  statexfer::StateCommands<Exec> commands_;
+  std::optional<statexfer::PreparedStateTransfer<Exec>> transfer_;
+  std::optional<statexfer::ErrorCombiner<Exec>> combiner_;
+  typename statexfer::StateCommands<Exec>::int64_view::HostMirror h_slots_, h_src_, h_dst_, h_end_;
+  typename statexfer::StateCommands<Exec>::int32_view::HostMirror h_op_, h_count_, h_errors_;
+  Kokkos::View<std::uint64_t*, Mem> bases_;
+  Kokkos::View<FillJob*, Mem> jobs_d_;
+#ifdef KOKKOS_ENABLE_CUDA
+  cudaStream_t stream_ = nullptr;
+  std::vector<cudaGraphExec_t> graphs_;
+#else
+  std::vector<int> graphs_;
+#endif
+#ifdef STATEXFER_HAVE_NCCL
+  ncclComm_t nccl_comm_ = nullptr;
+#endif
+};
+
+}  // namespace statexfer::sim
+
+#endif

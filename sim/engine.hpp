@@ -1,0 +1,248 @@
+#ifndef STATEXFER_SIM_ENGINE_HPP
+#define STATEXFER_SIM_ENGINE_HPP
+
+// The simulated server. Each step: the scheduler plans one batch of snapshot /
+// restore / reset commands; the device state runs it through the one prepared
+// transfer (validate_and_apply() on one rank; validate, combine, apply across
+// tensor-parallel ranks, each holding its shard of every row and page); the
+// scheduler takes the codes; the model writes what the running requests
+// compute. Faults (--inject-fault) and verification (--verify) hook in between;
+// the engine alone keeps the statistics.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "batch.hpp"
+#include "comm.hpp"
+#include "device_state.hpp"
+#include "faults.hpp"
+#include "geometry.hpp"
+#include "model.hpp"
+#include "scheduler.hpp"
+#include "sim_config.hpp"
+#include "stats.hpp"
+#include "verifier.hpp"
+#include "workload.hpp"
+
+namespace statexfer::sim {
+
+template <class Exec>
+class Engine {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Progress = std::function<void(const Stats&)>;
+
+  Engine(const SimConfig& cfg, const Workload& workload, const Comm& comm)
+      : cfg_(cfg),
+        comm_(comm),
+        geometry_(make_geometry(cfg_, workload.max_total, comm)),
+        device_(cfg_, geometry_, comm),
+        scheduler_(cfg_, workload, geometry_),
+        model_(geometry_),
+        faults_(cfg_.faults, comm.rank, geometry_.page_tokens) {
+    if (cfg_.verify) verifier_.emplace(cfg_, geometry_, comm, device_);
+    stats_.requests = static_cast<std::int64_t>(workload.requests.size());
+  }
+
+#ifdef STATEXFER_HAVE_NCCL
+  void set_nccl(ncclComm_t comm) { device_.set_nccl(comm); }
+#endif
+  /// Prepares the transfer and the combiner, captures the graphs on CUDA.
+  void prepare() { device_.prepare(); }
+
+  /// Runs every request (or --max-steps steps), then the final checks.
+  const Stats& run(const Progress& progress) {
+    describe_run();
+    const auto start = Clock::now();
+    while (stats_.completed < stats_.requests && verify_ok()) {
+      if (cfg_.max_steps > 0 && stats_.steps >= cfg_.max_steps) break;
+      step();
+      if (progress) progress(stats_);
+    }
+    if (verifier_ && verifier_->ok()) {
+      const auto t = Clock::now();
+      verifier_->check_final(stats_.steps);
+      stats_.verify_s += seconds(Clock::now() - t);
+      record_verification();
+    }
+    stats_.wall_s = seconds(Clock::now() - start);
+    finish_stats();
+    return stats_;
+  }
+
+  std::int64_t width() const { return geometry_.table_width; }
+  /// The faults with the step and command each hit (after run()).
+  const std::vector<Fault>& faults() const { return faults_.faults(); }
+
+ private:
+  static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+  bool verify_ok() const { return !verifier_ || verifier_->ok(); }
+
+  void step() {
+    const auto step_start = Clock::now();
+    const Batch& batch = scheduler_.plan_batch();
+    if (scheduler_.take_tables_changed()) device_.upload_tables(scheduler_.page_tables(), scheduler_.draft_tables());
+    device_.upload_batch(batch);
+    record_batch(batch);
+
+    // Rank-local faults: a partial page unmapped in this rank's table for this batch.
+    const StepFaults faulted = faults_.inject(stats_.steps, batch);
+    for (const auto& [slot, logical] : faulted.unmapped) device_.set_page(slot, logical, -1);
+    const double transfer_s = device_.run_transfer();
+    const std::vector<std::int32_t> codes = device_.errors(batch.size());
+    for (const auto& [slot, logical] : faulted.unmapped)
+      device_.set_page(slot, logical, scheduler_.page_tables()[static_cast<std::size_t>(slot * width() + logical)]);
+    stats_.transfer_s += transfer_s;
+
+    double verify_s = 0;
+    if (verifier_) {
+      const auto t = Clock::now();
+      verifier_->check_transfer(stats_.steps, batch, codes, faulted, scheduler_.page_tables(),
+                                scheduler_.draft_tables());
+      verify_s = seconds(Clock::now() - t);
+      stats_.verify_s += verify_s;
+      record_verification();
+      if (!verifier_->ok()) return;
+    }
+
+    record_results(batch, codes, faulted);
+    scheduler_.take_results(codes);
+    verify_s += run_model();
+
+    // A schedule that can no longer move is a bug: stop rather than spin.
+    idle_steps_ = (batch.empty() && model_.jobs().empty()) ? idle_steps_ + 1 : 0;
+    if (idle_steps_ > 1000) throw std::logic_error("statexfer-sim: the scheduler made no progress for 1000 steps");
+
+    stats_.transfer_us.push_back(static_cast<float>(transfer_s * 1e6));
+    stats_.step_us.push_back(static_cast<float>((seconds(Clock::now() - step_start) - verify_s) * 1e6));
+    stats_.step_commands.push_back(static_cast<std::int32_t>(batch.size()));
+    stats_.steps++;
+    record_scheduler();
+  }
+
+  // The model step on the device (and on the verifier's replica); returns the
+  // seconds the replica took.
+  double run_model() {
+    const auto start = Clock::now();
+    model_.begin_step(stats_.steps);
+    scheduler_.advance_requests(model_);
+    device_.run_model(model_.jobs());
+    double replica_s = 0;
+    if (verifier_) {
+      const auto t = Clock::now();
+      verifier_->run_model(model_.jobs());
+      replica_s = seconds(Clock::now() - t);
+    }
+    device_.fence();
+    stats_.model_s += seconds(Clock::now() - start) - replica_s;
+    stats_.verify_s += replica_s;
+    return replica_s;
+  }
+
+  // --- statistics: the only writers of stats_ -------------------------------------
+
+  void describe_run() {
+    const Geometry& g = geometry_;
+    stats_.rows = g.rows;
+    stats_.row_bytes = g.row_bytes;
+    stats_.pages = g.pages;
+    stats_.width = g.table_width;
+    stats_.ranks = comm_.size;
+    stats_.backend = Exec::name();
+    stats_.combiner = device_.combiner_name();
+    stats_.graphs = device_.graphs();
+    stats_.memory_bytes = g.memory_bytes();
+  }
+
+  void record_batch(const Batch& batch) {
+    for (const BatchEntry& b : batch) stats_.issued[b.kind]++;
+    stats_.faults_injected = faults_.injected();
+  }
+
+  void record_results(const Batch& batch, const std::vector<std::int32_t>& codes, const StepFaults& faulted) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const BatchEntry& b = batch[i];
+      const std::int32_t code = codes[i];
+      stats_.errors[code >= 0 && code <= 6 ? code : 7]++;
+      const bool ok = code == 0;
+      (ok ? stats_.applied : stats_.failed)[b.kind]++;
+      if (ok) record_bytes(b.cmd);
+      for (const auto& f : faulted.commands)
+        if (f.second == static_cast<std::int64_t>(i) && !ok) stats_.fault_commands_refused++;
+    }
+  }
+
+  // This rank's bytes of one applied command: the row, its partial page in every
+  // KV plane, its trailing pages in every draft plane.
+  void record_bytes(const Command& c) {
+    const Geometry& g = geometry_;
+    stats_.row_bytes_moved += g.row_copy_bytes;
+    if (c.op != 0) return;
+    if (c.end % g.page_tokens != 0) stats_.page_bytes_moved += g.kv_planes * g.kv_page_bytes;
+    for (int part = 0; part < 2 && g.draft_planes > 0; ++part) {
+      const std::int64_t t_logical = c.end / g.page_tokens + part - 1;
+      if (c.end > 1 && t_logical >= 0 && (part == 0 || c.end % g.page_tokens >= 2))
+        stats_.page_bytes_moved += g.draft_planes * g.draft_page_bytes;
+    }
+  }
+
+  void record_scheduler() {
+    const SchedulerCounts& s = scheduler_.counts();
+    stats_.admitted = s.admitted;
+    stats_.completed = s.completed;
+    stats_.hits = s.hits;
+    stats_.misses = s.misses;
+    stats_.prompt_tokens = s.prompt_tokens;
+    stats_.restored_tokens = s.restored_tokens;
+    stats_.prefill_tokens = s.prefill_tokens;
+    stats_.decode_tokens = s.decode_tokens;
+    stats_.checkpoint_snapshots = s.checkpoint_snapshots;
+    stats_.completion_snapshots = s.completion_snapshots;
+    stats_.restore_fallbacks = s.restore_fallbacks;
+  }
+
+  void record_verification() {
+    stats_.verify_ok = verifier_->ok();
+    stats_.verify_message = verifier_->message();
+    stats_.verify_steps = verifier_->steps_checked();
+    stats_.verify_full = verifier_->full_checks();
+  }
+
+  void finish_stats() {
+    record_scheduler();
+    const PrefixCache& cache = scheduler_.prefix_cache();
+    stats_.cache_published = cache.published();
+    stats_.cache_evictions = cache.evictions();
+    stats_.cache_reservations = cache.reservations();
+    stats_.cache_refused = cache.reservations_refused();
+    stats_.cache_releases = cache.releases();
+    stats_.total_bytes_moved = comm_.sum(stats_.row_bytes_moved + stats_.page_bytes_moved);
+    if (comm_.distributed()) {
+      // Every rank ran the same schedule with the same combined codes.
+      for (std::int64_t v : {stats_.steps, stats_.applied[0], stats_.applied[1], stats_.applied[2], stats_.failed[0],
+                             stats_.failed[1], stats_.failed[2], stats_.hits, stats_.completed})
+        if (comm_.min(v) != comm_.max(v)) stats_.cross_rank_ok = false;
+    }
+    stats_.faults_injected = faults_.injected();
+    stats_.faults_missed = faults_.missed();
+  }
+
+  const SimConfig cfg_;
+  Comm comm_;
+  const Geometry geometry_;
+  DeviceState<Exec> device_;
+  Scheduler scheduler_;
+  Model model_;
+  FaultInjector faults_;
+  std::optional<Verifier<Exec>> verifier_;
+  Stats stats_;
+  std::int64_t idle_steps_ = 0;
+};
+
+}  // namespace statexfer::sim
+
+#endif

@@ -1,0 +1,53 @@
+#ifndef STATEXFER_SIM_GEOMETRY_HPP
+#define STATEXFER_SIM_GEOMETRY_HPP
+
+// The sizes and places of one rank's state: the pool's rows and their layout,
+// the caches' pages and the page tables, derived once from the configuration.
+
+#include <cstdint>
+
+#include <statexfer/layout.hpp>
+
+#include "comm.hpp"
+#include "content.hpp"
+#include "sim_config.hpp"
+
+namespace statexfer::sim {
+
+struct Geometry {
+  std::int64_t capacity = 0;       ///< request slots = command capacity
+  std::int64_t snapshot_rows = 0;  ///< prefix-cache rows
+  std::int64_t page_tokens = 0;
+  std::int64_t kv_planes = 0;     ///< attention planes: page bindings
+  std::int64_t draft_planes = 0;  ///< draft planes: trailing bindings
+  std::int64_t table_width = 0;   ///< logical pages per slot (columns of the page tables)
+  std::int64_t rows = 0;          ///< pool rows: the null row, a live row per slot, the snapshot rows
+  std::int64_t pages = 0;         ///< physical pages per cache
+
+  // This rank's shard of each generated region (global byte ranges).
+  Shard ssm, conv, kv, draft;
+  std::int64_t kv_page_bytes = 0;     ///< one KV page of this rank
+  std::int64_t draft_page_bytes = 0;  ///< one draft page of this rank
+
+  // The row layout of this rank.
+  statexfer::StateLayout layout;
+  std::int64_t row_bytes = 0;
+  std::int64_t row_copy_bytes = 0;  ///< bytes a row copy moves (all but the scratch)
+  std::int64_t scratch_bytes = 0;
+  std::int64_t consumed_offset = 0, scratch_offset = 0, ssm_offset = 0, conv_offset = 0;
+
+  std::int64_t live_row(std::int64_t slot) const { return 1 + slot; }
+  std::int64_t first_snapshot_row() const { return 1 + capacity; }
+  /// Device memory of the pool and the caches.
+  std::int64_t memory_bytes() const {
+    return rows * row_bytes + pages * (kv_planes * kv_page_bytes + draft_planes * draft_page_bytes);
+  }
+};
+
+/// Checks the configuration (std::invalid_argument naming the option) and lays
+/// out rank `comm.rank`'s state for requests of at most `max_tokens` tokens.
+Geometry make_geometry(const SimConfig& cfg, std::int64_t max_tokens, const Comm& comm);
+
+}  // namespace statexfer::sim
+
+#endif

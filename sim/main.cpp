@@ -1,0 +1,335 @@
+// statexfer-sim: a hybrid-model server's state management over a stream of
+// requests with shared prefixes, driving statexfer the way an engine would.
+//
+//   statexfer-sim                             default synthetic workload (seeded)
+//   statexfer-sim --verify                    check every step against the contract's oracle
+//   statexfer-sim --trace FILE.jsonl          replay a JSON-lines trace
+//   mpirun -np 2 statexfer-sim --tp 2 --verify --inject-fault 1:40
+//                                             tensor parallel, a rank-local fault
+//
+// See sim/README.md for the model, the options and the trace format.
+
+#include <Kokkos_Core.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <statexfer/statexfer.hpp>
+
+#include "comm.hpp"
+#include "engine.hpp"
+#include "report.hpp"
+#include "sim_config.hpp"
+#include "stats.hpp"
+#include "workload.hpp"
+
+#ifndef STATEXFER_SIM_PLOT_SCRIPT
+#define STATEXFER_SIM_PLOT_SCRIPT "plot_steps.py"
+#endif
+
+namespace {
+
+namespace sim = statexfer::sim;
+using Exec = Kokkos::DefaultExecutionSpace;
+
+sim::Range parse_range(const std::string& text, const char* option) {
+  sim::Range r;
+  try {
+    const auto colon = text.find(':');
+    std::size_t used = 0;
+    if (colon == std::string::npos) {
+      r.min = r.max = std::stoll(text, &used);
+      if (used != text.size()) throw std::invalid_argument(text);
+    } else {
+      r.min = std::stoll(text.substr(0, colon), &used);
+      if (used != colon) throw std::invalid_argument(text);
+      r.max = std::stoll(text.substr(colon + 1), &used);
+      if (used != text.size() - colon - 1) throw std::invalid_argument(text);
+    }
+  } catch (const std::exception&) {
+    throw CLI::ValidationError(option, "expected N or MIN:MAX, got '" + text + "'");
+  }
+  return r;
+}
+
+sim::Fault parse_fault(const std::string& text) {
+  sim::Fault f;
+  try {
+    std::vector<std::string> parts;
+    for (std::size_t b = 0;;) {
+      const auto e = text.find(':', b);
+      parts.push_back(text.substr(b, e == std::string::npos ? std::string::npos : e - b));
+      if (e == std::string::npos) break;
+      b = e + 1;
+    }
+    if (parts.size() < 2 || parts.size() > 3) throw std::invalid_argument(text);
+    std::size_t used = 0;
+    f.rank = std::stoi(parts[0], &used);
+    if (used != parts[0].size()) throw std::invalid_argument(text);
+    f.step = std::stoll(parts[1], &used);
+    if (used != parts[1].size() || f.rank < 0 || f.step < 0) throw std::invalid_argument(text);
+    if (parts.size() == 3) {
+      if (parts[2] == "snapshot")
+        f.kind = sim::kind_snapshot;
+      else if (parts[2] == "restore")
+        f.kind = sim::kind_restore;
+      else if (parts[2] != "any")
+        throw std::invalid_argument(text);
+    }
+  } catch (const std::exception&) {
+    throw CLI::ValidationError("--inject-fault", "expected RANK:STEP or RANK:STEP:KIND (snapshot, restore, any), got '" +
+                                                     text + "'");
+  }
+  return f;
+}
+
+std::string plot_script(const char* argv0) {
+  // Beside the executable (the build copies it there), else the source tree.
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string dir = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string(argv0);
+  dir = dir.substr(0, dir.find_last_of('/') + 1);
+  const std::string beside = dir + "plot_steps.py";
+  if (std::ifstream(beside)) return beside;
+  return STATEXFER_SIM_PLOT_SCRIPT;
+}
+
+#ifdef STATEXFER_HAVE_MPI
+bool mpi_running() {
+  int started = 0, finished = 0;
+  MPI_Initialized(&started);
+  MPI_Finalized(&finished);
+  return started && !finished;
+}
+#endif
+
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+int run(int argc, char* argv[]) {
+  sim::SimConfig cfg;
+  sim::SyntheticOptions syn;
+  std::string trace, dump_trace, json_path, plot_path;
+  std::string prefix_len = "256:1024", input_len = "16:256", output_len = "8:48";
+  std::vector<std::string> faults;
+  bool quiet = false, no_progress = false, progress_forced = false, no_graphs = false, no_combine = false,
+       no_completion = false;
+
+  CLI::App app{"statexfer-sim: simulate a hybrid-model server's prefix-cache state management with statexfer "
+               "(snapshot / restore / reset batches through one prepared transfer per step)"};
+  app.get_formatter()->column_width(34);
+  auto* wl = "Workload (synthetic unless --trace)";
+  app.add_option("--requests,-n", syn.requests, "requests to simulate")->group(wl)->capture_default_str();
+  app.add_option("--seed", syn.seed, "seed of the synthetic workload")->group(wl)->capture_default_str();
+  app.add_option("--prefixes", syn.prefixes, "shared prefix documents (0: none)")->group(wl)->capture_default_str();
+  app.add_option("--zipf", syn.zipf, "Zipf exponent of prefix popularity")->group(wl)->capture_default_str();
+  app.add_option("--prefix-len", prefix_len, "prefix document length in tokens, N or MIN:MAX")->group(wl)->capture_default_str();
+  app.add_option("--input-len", input_len, "own prompt tokens per request, N or MIN:MAX")->group(wl)->capture_default_str();
+  app.add_option("--output-len", output_len, "generated tokens per request, N or MIN:MAX")->group(wl)->capture_default_str();
+  app.add_option("--followup", syn.followup, "probability that a request continues an earlier conversation")
+      ->group(wl)->capture_default_str();
+  app.add_option("--max-turns", syn.max_turns, "turns per conversation")->group(wl)->capture_default_str();
+  app.add_option("--max-context", syn.max_context, "tokens per request at most (synthetic)")->group(wl)->capture_default_str();
+  app.add_option("--trace", trace, "JSON-lines trace to replay instead (see README)")->group(wl)->check(CLI::ExistingFile);
+  app.add_option("--dump-trace", dump_trace, "write the workload as a JSON-lines trace")->group(wl);
+
+  auto* geo = "Pool and model (whole model; each rank holds a shard)";
+  app.add_option("--capacity,-C", cfg.capacity, "request slots = command batch capacity (power of two)")
+      ->group(geo)->capture_default_str();
+  app.add_option("--snapshot-rows", cfg.snapshot_rows, "prefix-cache snapshot rows")->group(geo)->capture_default_str();
+  app.add_option("--page-tokens", cfg.page_tokens, "tokens per KV page")->group(geo)->capture_default_str();
+  app.add_option("--row-bytes", cfg.row_bytes, "recurrent (SSM + conv) state bytes per row")->group(geo)->capture_default_str();
+  app.add_option("--kv-planes", cfg.kv_planes, "attention planes whose partial page a snapshot saves")
+      ->group(geo)->capture_default_str();
+  app.add_option("--kv-token-bytes", cfg.kv_token_bytes, "KV bytes per token and attention plane")
+      ->group(geo)->capture_default_str();
+  app.add_option("--draft-planes", cfg.draft_planes, "draft-model planes (trailing pages; 0: none)")
+      ->group(geo)->capture_default_str();
+  app.add_option("--draft-token-bytes", cfg.draft_token_bytes, "KV bytes per token and draft plane")
+      ->group(geo)->capture_default_str();
+  app.add_option("--scratch-bytes", cfg.scratch_bytes, "excluded region per row (never copied; 0: none)")
+      ->group(geo)->capture_default_str();
+  app.add_option("--pages", cfg.pages, "physical pages per cache (0: capacity x page-table width)")
+      ->group(geo)->capture_default_str();
+
+  auto* sch = "Scheduling";
+  app.add_option("--chunk", cfg.chunk, "prefill tokens per request and step")->group(sch)->capture_default_str();
+  app.add_option("--step-tokens", cfg.step_tokens, "tokens per step over all requests")->group(sch)->capture_default_str();
+  app.add_option("--lookahead", cfg.lookahead, "queued requests scanned for one whose parent is done")
+      ->group(sch)->capture_default_str();
+  app.add_flag("--no-completion-snapshots", no_completion, "do not snapshot finished requests")->group(sch);
+  app.add_option("--max-steps", cfg.max_steps, "stop after N steps (0: run every request)")->group(sch);
+
+  auto* chk = "Checking and tensor parallelism";
+  app.add_flag("--verify,!--no-verify", cfg.verify, "check every row and saved page against the contract's oracle after every step")
+      ->group(chk);
+  app.add_option("--verify-full-every", cfg.verify_full_every, "compare whole caches every N steps (and at the end)")
+      ->group(chk)->capture_default_str();
+  app.add_option("--tp", cfg.tp, "tensor-parallel ranks (run under mpirun -np N)")->group(chk)->capture_default_str();
+  app.add_option("--inject-fault", faults,
+                 "RANK:STEP[:KIND]: from STEP on, the first command (KIND: snapshot, restore, any) with a "
+                 "partial page finds it unmapped in RANK's page table only (repeatable)")
+      ->group(chk);
+  app.add_flag("--no-combine", no_combine, "skip the error combiner (shows why it is needed; needs --verify)")->group(chk);
+  app.add_flag("--no-graphs", no_graphs, "CUDA: launch validate and apply directly instead of replaying graphs")->group(chk);
+
+  auto* outg = "Output";
+  app.add_option("--json", json_path, "write the JSON report here")->group(outg);
+  app.add_option("--plot", plot_path, "plot time per step into this PNG (needs Python with matplotlib)")->group(outg);
+  app.add_flag("--progress", progress_forced, "draw the progress bar even when stdout is not a terminal")->group(outg);
+  app.add_flag("--no-progress", no_progress, "no progress bar")->group(outg);
+  app.add_flag("--quiet,-q", quiet, "no summary (the JSON report and the exit status remain)")->group(outg);
+
+  try {
+    app.parse(argc, argv);
+    syn.prefix_len = parse_range(prefix_len, "--prefix-len");
+    syn.input_len = parse_range(input_len, "--input-len");
+    syn.output_len = parse_range(output_len, "--output-len");
+    for (const auto& f : faults) cfg.faults.push_back(parse_fault(f));
+    if (cfg.tp < 1) throw CLI::ValidationError("--tp", "must be >= 1");
+    if (no_combine && !cfg.verify) throw CLI::ValidationError("--no-combine", "needs --verify");
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; bad arguments: 2
+  }
+  cfg.graphs = !no_graphs;
+  cfg.combine = !no_combine;
+  cfg.completion_snapshots = !no_completion;
+
+  sim::Comm comm;
+  if (cfg.tp > 1) {
+#ifdef STATEXFER_HAVE_MPI
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    comm.comm = MPI_COMM_WORLD;
+    MPI_Comm_rank(comm.comm, &comm.rank);
+    MPI_Comm_size(comm.comm, &comm.size);
+    if (comm.size != cfg.tp) {
+      if (comm.rank == 0)
+        std::fprintf(stderr, "statexfer-sim: --tp %d but %d MPI ranks: run mpirun -np %d statexfer-sim --tp %d\n", cfg.tp,
+                     comm.size, cfg.tp, cfg.tp);
+      return 2;
+    }
+#else
+    std::fprintf(stderr, "statexfer-sim: --tp %d needs MPI: this build has STATEXFER_ENABLE_MPI off\n", cfg.tp);
+    return 2;
+#endif
+  } else if (launched_by_mpi() && !quiet) {
+    std::fprintf(stderr, "statexfer-sim: note: launched by an MPI launcher without --tp; every process runs alone\n");
+  }
+  for (const auto& f : cfg.faults)
+    if (f.rank >= comm.size) {
+      if (comm.rank == 0)
+        std::fprintf(stderr, "statexfer-sim: --inject-fault %d:%lld names a rank outside the %d rank(s)\n", f.rank,
+                     static_cast<long long>(f.step), comm.size);
+      return 2;
+    }
+  const bool root = comm.rank == 0;
+
+  sim::Workload workload = trace.empty() ? sim::synthesize(syn) : sim::read_trace(trace);
+  if (root && !dump_trace.empty()) sim::write_trace(workload, dump_trace);
+
+  sim::Engine<Exec> engine(cfg, workload, comm);
+#ifdef STATEXFER_HAVE_NCCL
+  // NCCL on CUDA: the capturable combiner (one GPU per rank).
+  ncclComm_t nccl = nullptr;
+  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+    if (comm.distributed() && cfg.combine) {
+      ncclUniqueId id;
+      if (root) ncclGetUniqueId(&id);
+      MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm.comm);
+      if (ncclCommInitRank(&nccl, comm.size, id, comm.rank) != ncclSuccess)
+        throw std::runtime_error("ncclCommInitRank failed");
+      engine.set_nccl(nccl);
+    }
+  }
+#endif
+  engine.prepare();
+
+  sim::ProgressBar bar(root && !quiet && !no_progress && (progress_forced || isatty(STDOUT_FILENO)));
+  const sim::Stats& stats = engine.run([&](const sim::Stats& st) { bar.update(st); });
+  bar.finish();
+
+  sim::RunInfo info;
+  info.config = cfg;
+  info.synthetic = syn;
+  info.workload = &workload;
+  info.width = engine.width();
+  info.faults = engine.faults();
+  info.kokkos = std::string(Exec::name()) + " (concurrency " + std::to_string(Exec().concurrency()) + ")";
+
+  // Every rank's verdict counts.
+  // An injected fault must have been refused on every rank (the combined code).
+  const bool ok_here = stats.verify_ok && stats.cross_rank_ok && stats.faults_missed == 0 &&
+                       stats.fault_commands_refused == stats.faults_injected;
+  const bool ok = comm.min(ok_here ? 1 : 0) == 1;
+  if (!stats.verify_ok && !root) std::fprintf(stderr, "statexfer-sim: %s\n", stats.verify_message.c_str());
+  if (root) {
+    if (!quiet) sim::print_summary(stdout, stats, info);
+    if (!json_path.empty()) {
+      std::ofstream out(json_path);
+      out << sim::report_json(stats, info).dump(2) << '\n';
+      if (!out) std::fprintf(stderr, "statexfer-sim: cannot write %s\n", json_path.c_str());
+    }
+    if (!plot_path.empty() && sim::plot_steps(stats, plot_path, plot_script(argv[0])) && !quiet)
+      std::printf("  plot         %s\n", plot_path.c_str());
+    if (!ok) std::fprintf(stderr, "statexfer-sim: FAILED%s%s\n", stats.verify_message.empty() ? "" : ": ",
+                          stats.verify_message.c_str());
+  }
+#ifdef STATEXFER_HAVE_NCCL
+  if (nccl) ncclCommDestroy(nccl);
+#endif
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  // --help before Kokkos, which would print its own help for a plain --help.
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0)
+      return run(argc, argv);  // prints the help and returns before any Kokkos call
+  std::vector<char*> args(argv, argv + argc);
+#ifdef KOKKOS_ENABLE_CUDA
+  // Several ranks on one node: one GPU each, by local rank, unless chosen already.
+  static std::string num_devices;
+  const bool chosen = std::any_of(args.begin(), args.end(), [](const char* a) {
+    return std::strncmp(a, "--kokkos-device", 15) == 0 || std::strncmp(a, "--kokkos-num-devices", 20) == 0;
+  });
+  int devices = 0;
+  if (!chosen && std::getenv("OMPI_COMM_WORLD_LOCAL_RANK") && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 1) {
+    num_devices = "--kokkos-num-devices=" + std::to_string(devices);
+    args.push_back(num_devices.data());
+  }
+#endif
+  args.push_back(nullptr);
+  argc = static_cast<int>(args.size()) - 1;
+  argv = args.data();
+  Kokkos::initialize(argc, argv);  // takes its --kokkos-* arguments out of argv
+  int rc = 0;
+  try {
+    rc = run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "statexfer-sim: error: %s\n", e.what());
+#ifdef STATEXFER_HAVE_MPI
+    if (mpi_running()) MPI_Abort(MPI_COMM_WORLD, 2);
+#endif
+    rc = 2;
+  }
+  Kokkos::finalize();
+#ifdef STATEXFER_HAVE_MPI
+  if (mpi_running()) MPI_Finalize();  // run() started MPI for --tp > 1
+#endif
+  return rc;
+}

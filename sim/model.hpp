@@ -1,0 +1,53 @@
+#ifndef STATEXFER_SIM_MODEL_HPP
+#define STATEXFER_SIM_MODEL_HPP
+
+// The simulated model's writes of one step, as fill jobs (content.hpp): the KV
+// entries of every token a request consumes (the draft model one token behind)
+// and, once per request and step, its recurrent state and consumed tokens. The
+// bytes depend only on the token prefix, so a restored state equals a
+// recomputed one. The device runs the jobs, and the verifier's host replica too.
+
+#include <cstdint>
+#include <vector>
+
+#include "content.hpp"
+#include "geometry.hpp"
+#include "workload.hpp"
+
+namespace statexfer::sim {
+
+/// The seed of the KV entries of the token that ends the prefix `key`.
+inline std::uint64_t kv_seed(const PrefixKey& key) { return mix64(key.h1 + 0x51EDULL) ^ key.h2; }
+
+class Model {
+ public:
+  explicit Model(const Geometry& geometry) : g_(geometry) {}
+
+  /// Starts the jobs of step `step`.
+  void begin_step(std::int64_t step);
+  /// Token `position` of a request with pages `pages` and draft pages
+  /// `draft_pages`: its KV entries from `seed`, and the draft entries of the
+  /// token before it from `previous_seed`.
+  void write_token(std::int64_t position, std::uint64_t seed, std::uint64_t previous_seed,
+                   const std::vector<std::int32_t>& pages, const std::vector<std::int32_t>& draft_pages);
+  /// The live row of `slot` after the step: recurrent state from `state_seed`,
+  /// fresh scratch, and `consumed` in the row and in the request state.
+  void write_row(std::int64_t slot, std::uint64_t state_seed, std::int64_t consumed);
+
+  const std::vector<FillJob>& jobs() const { return jobs_; }
+
+  // Fill-job targets: 0 the pool, then the KV caches, the draft caches, the request state.
+  std::int32_t kv_target(std::int64_t plane) const { return static_cast<std::int32_t>(1 + plane); }
+  std::int32_t draft_target(std::int64_t plane) const { return static_cast<std::int32_t>(1 + g_.kv_planes + plane); }
+  std::int32_t request_target() const { return static_cast<std::int32_t>(1 + g_.kv_planes + g_.draft_planes); }
+  std::int32_t targets() const { return request_target() + 1; }
+
+ private:
+  const Geometry& g_;
+  std::vector<FillJob> jobs_;
+  std::uint64_t step_seed_ = 0;
+};
+
+}  // namespace statexfer::sim
+
+#endif

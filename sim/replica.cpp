@@ -1,0 +1,69 @@
+#include "replica.hpp"
+
+#include <string>
+
+namespace statexfer::sim {
+namespace {
+
+test::OracleGeometry oracle_geometry(const Geometry& g) {
+  test::OracleGeometry o;
+  o.capacity = g.capacity;
+  o.rows = g.rows;
+  o.row_bytes = g.row_bytes;
+  o.page_tokens = g.page_tokens;
+  o.width = g.table_width;
+  o.consumed_offset = g.consumed_offset;
+  o.cache_pages = g.pages;
+  if (g.scratch_bytes > 0) o.excluded.emplace_back(g.scratch_offset, g.scratch_offset + g.scratch_bytes);
+  for (std::int64_t i = 0; i < g.kv_planes; ++i)
+    o.page_bindings.push_back({g.layout.region("kv" + std::to_string(i)).offset, g.kv_page_bytes});
+  for (std::int64_t i = 0; i < g.draft_planes; ++i)
+    o.trailing_bindings.push_back({g.layout.region("draft" + std::to_string(i)).offset, 2 * g.draft_page_bytes});
+  return o;
+}
+
+}  // namespace
+
+HostReplica::HostReplica(const Geometry& geometry) : g_(geometry), oracle_(oracle_geometry(geometry)) {
+  pool_.assign(static_cast<std::size_t>(g_.rows * g_.row_bytes), 0);
+  for (std::int64_t i = 0; i < g_.kv_planes + g_.draft_planes; ++i)
+    caches_.emplace_back(static_cast<std::size_t>(g_.pages * cache_page_bytes(static_cast<std::size_t>(i))), 0);
+  request_consumed_.assign(static_cast<std::size_t>(g_.capacity), 0);
+  state_rows_.resize(static_cast<std::size_t>(g_.capacity));
+  for (std::int64_t s = 0; s < g_.capacity; ++s) state_rows_[static_cast<std::size_t>(s)] = g_.live_row(s);
+}
+
+test::OracleMemory HostReplica::memory(const std::int32_t* tables, const std::int32_t* draft_tables) {
+  test::OracleMemory m;
+  m.pool = pool_.data();
+  for (auto& c : caches_) m.caches.push_back(c.data());
+  m.tables = tables;
+  m.trailing_tables = g_.draft_planes > 0 ? draft_tables : nullptr;
+  m.state_rows = state_rows_.data();
+  m.state_rows_stride = 1;
+  m.request_consumed = request_consumed_.data();
+  m.request_stride = 1;
+  m.memory_capacity[0] = g_.rows;  // the pool's own memory capacity: every row, every page
+  m.memory_capacity[1] = g_.pages;
+  return m;
+}
+
+void HostReplica::run_jobs(const std::vector<FillJob>& jobs) {
+  for (const FillJob& j : jobs) {
+    std::uint8_t* base = target(j.target);
+    if (j.set64) {
+      set_int64(base, j);
+    } else {
+      const std::int64_t words = fill_words(j);
+      for (std::int64_t k = 0; k < words; ++k) fill_word(base, j, k);
+    }
+  }
+}
+
+std::uint8_t* HostReplica::target(std::int32_t t) {
+  if (t == 0) return pool_.data();
+  if (t <= static_cast<std::int32_t>(caches_.size())) return caches_[static_cast<std::size_t>(t - 1)].data();
+  return reinterpret_cast<std::uint8_t*>(request_consumed_.data());
+}
+
+}  // namespace statexfer::sim

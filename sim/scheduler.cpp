@@ -1,0 +1,221 @@
+#include "scheduler.hpp"
+
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace statexfer::sim {
+
+Scheduler::Scheduler(const SimConfig& cfg, const Workload& workload, const Geometry& geometry)
+    : cfg_(cfg), w_(workload), g_(geometry) {
+  const std::int64_t C = g_.capacity;
+  slots_.resize(static_cast<std::size_t>(C));
+  tables_.assign(static_cast<std::size_t>(C * g_.table_width), -1);
+  draft_tables_.assign(static_cast<std::size_t>(C * g_.table_width), -1);
+  cache_ = PrefixCache(g_.first_snapshot_row(), g_.snapshot_rows);
+  for (std::int64_t p = g_.pages - 1; p >= 0; --p) free_pages_.push_back(static_cast<std::int32_t>(p));
+  free_draft_pages_ = free_pages_;  // draft pages in another (fixed) order than the KV pages
+  std::shuffle(free_draft_pages_.begin(), free_draft_pages_.end(), std::mt19937_64(0x5EEDULL));
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(w_.requests.size()); ++i) {
+    queue_.push_back(i);
+    if (pages_needed(i) > g_.pages)
+      throw std::invalid_argument("request " + std::to_string(i) + " needs more pages than --pages");
+  }
+  done_.assign(w_.requests.size(), 0);
+}
+
+std::int64_t Scheduler::pages_needed(std::int64_t request) const {
+  return (w_.requests[static_cast<std::size_t>(request)].total_len + g_.page_tokens - 1) / g_.page_tokens;
+}
+
+const Batch& Scheduler::plan_batch() {
+  const std::int64_t C = g_.capacity;
+  batch_.clear();
+  for (std::int64_t s = 0; s < C; ++s) {
+    const Slot& sl = slots_[s];
+    if (!sl.snapshot) continue;
+    batch_.push_back({{s, g_.live_row(s), sl.snapshot->row, 0, sl.consumed}, kind_snapshot, s});
+    (sl.snapshot->completion ? counts_.completion_snapshots : counts_.checkpoint_snapshots)++;
+  }
+  for (std::int64_t s = 0; s < C; ++s)
+    if (slots_[s].phase == Slot::needs_reset) {
+      batch_.push_back({{s, -1, g_.live_row(s), 1, 0}, kind_reset, s});
+      slots_[s].phase = Slot::reset;
+    }
+  for (std::int64_t s = 0; s < C; ++s)
+    if (slots_[s].phase == Slot::free && !admit(s)) break;
+  return batch_;
+}
+
+// Picks the next request whose parent is done, lays out its pages, looks its
+// prefix up: a restore on a hit, a reset on a miss. False: nothing admissible.
+bool Scheduler::admit(std::int64_t s) {
+  const std::int64_t W = g_.table_width;
+  std::int64_t scanned = 0;
+  for (auto it = queue_.begin(); it != queue_.end() && scanned < cfg_.lookahead; ++it, ++scanned) {
+    const std::int64_t req = *it;
+    const RequestSpec& spec = w_.requests[static_cast<std::size_t>(req)];
+    if (spec.parent >= 0 && !done_[static_cast<std::size_t>(spec.parent)]) continue;
+    const std::int64_t need = pages_needed(req);
+    if (need > static_cast<std::int64_t>(free_pages_.size()) ||
+        need > static_cast<std::int64_t>(free_draft_pages_.size()))
+      return false;  // first come, first served: wait for pages
+    queue_.erase(it);
+    Slot& sl = slots_[s];
+    sl = Slot{};
+    sl.request = req;
+    for (std::int64_t l = 0; l < need; ++l) {
+      sl.pages.push_back(free_pages_.back());
+      free_pages_.pop_back();
+      sl.draft_pages.push_back(free_draft_pages_.back());
+      free_draft_pages_.pop_back();
+      tables_[s * W + l] = sl.pages.back();
+      draft_tables_[s * W + l] = sl.draft_pages.back();
+    }
+    tables_changed_ = true;
+    counts_.admitted++;
+    counts_.prompt_tokens += spec.prompt_len;
+
+    // Longest cached prefix endpoint (exact match of length and hashes).
+    TokenStream walker(w_, req);
+    sl.stream = walker;
+    std::vector<TokenStream> at;
+    for (std::int64_t b : walker.boundaries()) {
+      if (b >= spec.prompt_len) break;
+      while (walker.pos() < b) walker.advance();
+      at.push_back(walker);
+    }
+    for (auto i = at.rbegin(); i != at.rend(); ++i) {
+      if (auto row = cache_.lookup(i->key())) {
+        sl.phase = Slot::restore;
+        sl.restore_stream = *i;
+        sl.restore_end = i->pos();
+        batch_.push_back({{s, *row, g_.live_row(s), 0, i->pos()}, kind_restore, s});
+        counts_.hits++;
+        return true;
+      }
+    }
+    sl.phase = Slot::reset;
+    batch_.push_back({{s, -1, g_.live_row(s), 1, 0}, kind_reset, s});
+    counts_.misses++;
+    return true;
+  }
+  return false;
+}
+
+void Scheduler::finish_request(std::int64_t s) {
+  const std::int64_t W = g_.table_width;
+  Slot& sl = slots_[s];
+  for (auto p : sl.pages) free_pages_.push_back(p);
+  for (auto p : sl.draft_pages) free_draft_pages_.push_back(p);
+  for (std::int64_t l = 0; l < W; ++l) tables_[s * W + l] = draft_tables_[s * W + l] = -1;
+  tables_changed_ = true;
+  done_[static_cast<std::size_t>(sl.request)] = 1;
+  sl = Slot{};
+  counts_.completed++;
+}
+
+void Scheduler::take_results(const std::vector<std::int32_t>& codes) {
+  for (std::size_t i = 0; i < batch_.size(); ++i) {
+    const BatchEntry& b = batch_[i];
+    const bool ok = codes[i] == 0;
+    Slot& sl = slots_[b.slot];
+    switch (b.kind) {
+      case kind_snapshot: {
+        const Pending p = *sl.snapshot;
+        sl.snapshot.reset();
+        if (ok)
+          cache_.publish(p.key);
+        else
+          cache_.release(p.key);
+        if (p.completion) finish_request(b.slot);
+        break;
+      }
+      case kind_restore:
+        if (ok) {
+          sl.phase = Slot::running;
+          sl.consumed = sl.restore_end;
+          sl.stream = sl.restore_stream;
+          sl.last_seed = kv_seed(sl.stream.key());
+          counts_.restored_tokens += sl.restore_end;
+        } else {
+          sl.phase = Slot::needs_reset;  // recompute from the start
+          counts_.restore_fallbacks++;
+        }
+        break;
+      case kind_reset:
+        if (ok) {
+          sl.phase = Slot::running;
+          sl.consumed = 0;
+          sl.stream = TokenStream(w_, sl.request);
+        } else {
+          sl.phase = Slot::needs_reset;
+        }
+        break;
+    }
+  }
+}
+
+// Consumes `tokens` tokens of slot s (stopping early at a checkpoint that gets
+// a snapshot row); returns the tokens consumed.
+std::int64_t Scheduler::advance(std::int64_t s, std::int64_t tokens, Model& model) {
+  Slot& sl = slots_[s];
+  const RequestSpec& spec = w_.requests[static_cast<std::size_t>(sl.request)];
+  const auto& bounds = sl.stream.boundaries();
+  std::int64_t done = 0;
+  while (done < tokens) {
+    const std::int64_t position = sl.consumed;
+    sl.stream.advance();
+    const std::uint64_t seed = kv_seed(sl.stream.key());
+    model.write_token(position, seed, sl.last_seed, sl.pages, sl.draft_pages);
+    sl.last_seed = seed;
+    sl.consumed++;
+    done++;
+    // A prefix endpoint that is not cached yet: snapshot it next step.
+    if (sl.consumed < spec.total_len && std::binary_search(bounds.begin(), bounds.end(), sl.consumed) &&
+        !cache_.contains(sl.stream.key())) {
+      if (auto row = cache_.reserve(sl.stream.key())) {
+        sl.snapshot = Pending{sl.stream.key(), *row, false};
+        break;
+      }
+    }
+  }
+  (sl.consumed <= spec.prompt_len ? counts_.prefill_tokens : counts_.decode_tokens) += done;
+  return done;
+}
+
+void Scheduler::advance_requests(Model& model) {
+  const std::int64_t C = g_.capacity;
+  std::vector<std::int64_t> finished;
+  std::int64_t budget = cfg_.step_tokens;
+  // Decode first (one token each), then prefill chunks, rotating who goes first.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::int64_t k = 0; k < C && budget > 0; ++k) {
+      const std::int64_t s = (k + rotate_) % C;
+      Slot& sl = slots_[s];
+      if (sl.phase != Slot::running || sl.snapshot) continue;
+      const RequestSpec& spec = w_.requests[static_cast<std::size_t>(sl.request)];
+      const bool decoding = sl.consumed >= spec.prompt_len;
+      if (decoding != (pass == 0)) continue;
+      const std::int64_t want = decoding ? 1 : std::min({cfg_.chunk, budget, spec.prompt_len - sl.consumed});
+      budget -= advance(s, want, model);
+      model.write_row(s, sl.stream.state_seed(), sl.consumed);
+      if (sl.consumed == spec.total_len) {
+        // Finished: snapshot the whole sequence for follow-ups, then free the slot.
+        std::optional<std::int64_t> row;
+        if (cfg_.completion_snapshots && !cache_.contains(sl.stream.key())) row = cache_.reserve(sl.stream.key());
+        if (row) {
+          sl.snapshot = Pending{sl.stream.key(), *row, true};
+          sl.phase = Slot::drain;
+        } else {
+          finished.push_back(s);
+        }
+      }
+    }
+  }
+  rotate_ = (rotate_ + 1) % C;
+  for (std::int64_t s : finished) finish_request(s);
+}
+
+}  // namespace statexfer::sim

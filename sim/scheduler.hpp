@@ -1,0 +1,100 @@
+#ifndef STATEXFER_SIM_SCHEDULER_HPP
+#define STATEXFER_SIM_SCHEDULER_HPP
+
+// Scheduling and page allocation: request slots, admission (first come, first
+// served, a request after its parent), KV and draft pages allocated for a
+// request's whole length, the prefix cache, each step's batch of snapshots,
+// restores and resets, what their codes mean for the requests, and which
+// requests the model advances within the step's token budget.
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "batch.hpp"
+#include "geometry.hpp"
+#include "model.hpp"
+#include "prefix_cache.hpp"
+#include "sim_config.hpp"
+#include "workload.hpp"
+
+namespace statexfer::sim {
+
+/// What the scheduler did so far.
+struct SchedulerCounts {
+  std::int64_t admitted = 0, completed = 0, hits = 0, misses = 0;
+  std::int64_t prompt_tokens = 0, restored_tokens = 0, prefill_tokens = 0, decode_tokens = 0;
+  std::int64_t checkpoint_snapshots = 0, completion_snapshots = 0, restore_fallbacks = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SimConfig& cfg, const Workload& workload, const Geometry& geometry);
+
+  /// This step's commands: the snapshots the last model step planned, resets of
+  /// requests whose restore failed, then admissions while slots and pages last.
+  const Batch& plan_batch();
+  /// The batch's codes (combined over the ranks): publish or release snapshot
+  /// rows, start restored or reset requests, retry failed ones from the start.
+  void take_results(const std::vector<std::int32_t>& codes);
+  /// Advances the running requests (decode first, then prefill chunks) within
+  /// the step's token budget; `model` gets what they compute. Requests that
+  /// finish are snapshotted next step or freed now.
+  void advance_requests(Model& model);
+
+  /// Host page tables, [capacity, width] (-1: unmapped), and whether they
+  /// changed since the last call.
+  const std::vector<std::int32_t>& page_tables() const { return tables_; }
+  const std::vector<std::int32_t>& draft_tables() const { return draft_tables_; }
+  bool take_tables_changed() {
+    const bool changed = tables_changed_;
+    tables_changed_ = false;
+    return changed;
+  }
+
+  const SchedulerCounts& counts() const { return counts_; }
+  const PrefixCache& prefix_cache() const { return cache_; }
+
+ private:
+  struct Pending {
+    PrefixKey key;
+    std::int64_t row = -1;
+    bool completion = false;
+  };
+  struct Slot {
+    enum Phase { free, restore, reset, running, drain, needs_reset };
+    Phase phase = free;
+    std::int64_t request = -1;
+    std::int64_t consumed = 0;
+    TokenStream stream;           // at `consumed`
+    std::uint64_t last_seed = 0;  // KV seed of position consumed - 1
+    TokenStream restore_stream;
+    std::int64_t restore_end = 0;
+    std::optional<Pending> snapshot;
+    std::vector<std::int32_t> pages, draft_pages;
+  };
+
+  std::int64_t pages_needed(std::int64_t request) const;
+  bool admit(std::int64_t slot);
+  std::int64_t advance(std::int64_t slot, std::int64_t tokens, Model& model);
+  void finish_request(std::int64_t slot);
+
+  const SimConfig& cfg_;
+  const Workload& w_;
+  const Geometry& g_;
+  std::vector<Slot> slots_;
+  Batch batch_;
+  std::deque<std::int64_t> queue_;
+  std::vector<char> done_;
+  PrefixCache cache_;
+  std::vector<std::int32_t> free_pages_, free_draft_pages_;
+  std::vector<std::int32_t> tables_, draft_tables_;
+  bool tables_changed_ = false;  // the device starts with every entry unmapped too
+  std::int64_t rotate_ = 0;
+  SchedulerCounts counts_;
+};
+
+}  // namespace statexfer::sim
+
+#endif

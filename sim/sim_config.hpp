@@ -1,0 +1,53 @@
+#ifndef STATEXFER_SIM_SIM_CONFIG_HPP
+#define STATEXFER_SIM_SIM_CONFIG_HPP
+
+// The simulator's configuration: what the command line sets.
+
+#include <cstdint>
+#include <vector>
+
+#include "batch.hpp"
+
+namespace statexfer::sim {
+
+/// --inject-fault RANK:STEP[:KIND]: from step STEP on, the first command (of
+/// KIND: snapshot or restore; any by default) with a partial page finds that
+/// page unmapped in rank RANK's page table (rank-local).
+struct Fault {
+  int rank = 0;
+  std::int64_t step = 0;
+  int kind = -1;                    ///< kind_snapshot, kind_restore, or -1: any
+  std::int64_t injected_step = -1;  ///< the step it hit (-1: not yet)
+  std::int64_t command = -1;        ///< the command row it hit
+};
+
+struct SimConfig {
+  // Pool and model geometry (whole model; each rank holds a shard).
+  std::int64_t capacity = 64;          ///< request slots = command capacity C
+  std::int64_t snapshot_rows = 256;    ///< rows of the prefix cache
+  std::int64_t page_tokens = 16;
+  std::int64_t row_bytes = 32768;      ///< recurrent (SSM + conv) state bytes per row
+  std::int64_t kv_planes = 2;
+  std::int64_t kv_token_bytes = 128;   ///< per token and attention plane
+  std::int64_t draft_planes = 1;
+  std::int64_t draft_token_bytes = 64;
+  std::int64_t scratch_bytes = 64;     ///< excluded region (engine scratch, never copied)
+  std::int64_t pages = 0;              ///< physical pages per cache; 0: capacity x page-table width
+  // Scheduling.
+  std::int64_t chunk = 512;            ///< prefill tokens per request and step
+  std::int64_t step_tokens = 8192;     ///< tokens per step over all requests
+  std::int64_t lookahead = 256;        ///< requests the admission scans for one whose parent is done
+  bool completion_snapshots = true;
+  // Run.
+  bool verify = false;
+  std::int64_t verify_full_every = 50;  ///< full cache comparison every N steps (and at the end)
+  bool graphs = true;                   ///< CUDA: replay captured graphs
+  bool combine = true;                  ///< tensor parallel: combine errors (off only to show why it is needed)
+  std::vector<Fault> faults;
+  int tp = 1;
+  std::int64_t max_steps = 0;           ///< stop after N steps (0: run to completion)
+};
+
+}  // namespace statexfer::sim
+
+#endif

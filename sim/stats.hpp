@@ -1,0 +1,47 @@
+#ifndef STATEXFER_SIM_STATS_HPP
+#define STATEXFER_SIM_STATS_HPP
+
+// Counters and timings of one simulation run (kept by the Engine alone).
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace statexfer::sim {
+
+struct Stats {
+  // Workload.
+  std::int64_t requests = 0, admitted = 0, completed = 0, steps = 0;
+  std::int64_t hits = 0, misses = 0, restored_tokens = 0, prompt_tokens = 0;
+  std::int64_t prefill_tokens = 0, decode_tokens = 0;
+  // Commands.
+  std::array<std::int64_t, 3> issued{}, applied{}, failed{};
+  std::int64_t checkpoint_snapshots = 0, completion_snapshots = 0, restore_fallbacks = 0;
+  std::array<std::int64_t, 8> errors{};  ///< by combined code 0..6; 7: other
+  std::int64_t row_bytes_moved = 0, page_bytes_moved = 0;  ///< this rank's shard
+  std::int64_t total_bytes_moved = 0;                      ///< all ranks
+  // Prefix cache.
+  std::int64_t cache_published = 0, cache_evictions = 0, cache_reservations = 0, cache_refused = 0,
+               cache_releases = 0;
+  // Faults.
+  std::int64_t faults_injected = 0, fault_commands_refused = 0, faults_missed = 0;
+  // Verification.
+  std::int64_t verify_steps = 0, verify_full = 0;
+  bool verify_ok = true;
+  std::string verify_message;
+  bool cross_rank_ok = true;
+  // Timing.
+  double wall_s = 0, transfer_s = 0, model_s = 0, verify_s = 0;
+  std::vector<float> transfer_us, step_us;
+  std::vector<std::int32_t> step_commands;
+  // Geometry, for the report.
+  std::int64_t rows = 0, row_bytes = 0, pages = 0, width = 0, memory_bytes = 0;
+  std::string backend, combiner;
+  int ranks = 1;
+  bool graphs = false;
+};
+
+}  // namespace statexfer::sim
+
+#endif

@@ -1,0 +1,232 @@
+// The simulator's parts on their own, without a device: the geometry's checks
+// and shards, the scheduler's prefix-cache decisions, the fault injector's
+// choice of command, and the verifier's replica judged by the oracle.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "batch.hpp"
+#include "faults.hpp"
+#include "geometry.hpp"
+#include "model.hpp"
+#include "replica.hpp"
+#include "scheduler.hpp"
+#include "sim_config.hpp"
+#include "workload.hpp"
+
+namespace statexfer::sim {
+namespace {
+
+SimConfig small_config() {
+  SimConfig cfg;
+  cfg.capacity = 1;
+  cfg.snapshot_rows = 4;
+  cfg.page_tokens = 4;
+  cfg.row_bytes = 256;
+  cfg.kv_planes = 2;
+  cfg.kv_token_bytes = 8;
+  cfg.draft_planes = 1;
+  cfg.draft_token_bytes = 4;
+  cfg.scratch_bytes = 16;
+  return cfg;
+}
+
+// Two requests that share a 20-token prefix document, one after the other.
+Workload shared_prefix_workload() {
+  Workload w;
+  for (std::uint64_t seed : {11u, 12u}) {
+    RequestSpec r;
+    r.prefix = 0;
+    r.prefix_len = 20;
+    r.input_len = 4;
+    r.output_len = 2;
+    r.seed = seed;
+    w.requests.push_back(r);
+  }
+  w.finish();
+  return w;
+}
+
+TEST(SimGeometry, RefusesABadCapacityNamingTheOption) {
+  SimConfig cfg = small_config();
+  cfg.capacity = 3;
+  try {
+    make_geometry(cfg, 26, Comm{});
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--capacity"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SimGeometry, ShardsOfThreeRanksCoverTheWholeState) {
+  const SimConfig cfg = small_config();
+  std::int64_t ssm = 0, conv = 0, kv = 0;
+  for (int rank = 0; rank < 3; ++rank) {
+    Comm comm;
+    comm.rank = rank;
+    comm.size = 3;
+    const Geometry g = make_geometry(cfg, 26, comm);
+    ssm += g.ssm.size();
+    conv += g.conv.size();
+    kv += g.kv.size();
+    EXPECT_EQ(g.table_width, 7);  // 26 tokens in pages of 4
+    EXPECT_EQ(g.rows, 1 + cfg.capacity + cfg.snapshot_rows);
+    EXPECT_EQ(g.layout.region("kv1").nbytes, g.kv_page_bytes);
+    EXPECT_EQ(g.layout.region("draft0").nbytes, 2 * g.draft_page_bytes);
+    EXPECT_EQ(g.row_copy_bytes, g.row_bytes - cfg.scratch_bytes);
+  }
+  EXPECT_EQ(ssm + conv, cfg.row_bytes);
+  EXPECT_EQ(kv, cfg.kv_token_bytes);
+}
+
+// Runs the scheduler with every command applied except the restores, which get
+// `restore_code`, until every request completed.
+std::vector<BatchEntry> run_schedule(Scheduler& scheduler, Model& model, std::int32_t restore_code) {
+  std::vector<BatchEntry> issued;
+  for (std::int64_t step = 0; step < 50 && scheduler.counts().completed < 2; ++step) {
+    const Batch& batch = scheduler.plan_batch();
+    std::vector<std::int32_t> codes;
+    for (const BatchEntry& b : batch) {
+      issued.push_back(b);
+      codes.push_back(b.kind == kind_restore ? restore_code : 0);
+    }
+    scheduler.take_results(codes);
+    model.begin_step(step);
+    scheduler.advance_requests(model);
+  }
+  return issued;
+}
+
+TEST(SimScheduler, TheSecondRequestRestoresTheSharedPrefix) {
+  const SimConfig cfg = small_config();
+  const Workload w = shared_prefix_workload();
+  const Geometry g = make_geometry(cfg, w.max_total, Comm{});
+  Scheduler scheduler(cfg, w, g);
+  Model model(g);
+  const std::vector<BatchEntry> issued = run_schedule(scheduler, model, 0);
+
+  const SchedulerCounts& n = scheduler.counts();
+  EXPECT_EQ(n.completed, 2);
+  EXPECT_EQ(n.misses, 1);
+  EXPECT_EQ(n.hits, 1);
+  EXPECT_EQ(n.restored_tokens, 20);
+  EXPECT_EQ(n.restore_fallbacks, 0);
+  std::int64_t checkpoint_row = -1;
+  for (const BatchEntry& b : issued)
+    if (b.kind == kind_snapshot && b.cmd.end == 20) checkpoint_row = b.cmd.dst;
+  ASSERT_GE(checkpoint_row, g.first_snapshot_row()) << "no snapshot of the prefix document's end";
+  bool restored = false;
+  for (const BatchEntry& b : issued)
+    if (b.kind == kind_restore) {
+      EXPECT_EQ(b.cmd.src, checkpoint_row);
+      EXPECT_EQ(b.cmd.dst, g.live_row(0));
+      EXPECT_EQ(b.cmd.end, 20);
+      restored = true;
+    }
+  EXPECT_TRUE(restored);
+  // Every page went back.
+  for (std::int32_t page : scheduler.page_tables()) EXPECT_EQ(page, -1);
+}
+
+TEST(SimScheduler, AFailedRestoreFallsBackToAReset) {
+  const SimConfig cfg = small_config();
+  const Workload w = shared_prefix_workload();
+  const Geometry g = make_geometry(cfg, w.max_total, Comm{});
+  Scheduler scheduler(cfg, w, g);
+  Model model(g);
+  const std::vector<BatchEntry> issued = run_schedule(scheduler, model, 6);
+
+  EXPECT_EQ(scheduler.counts().completed, 2);
+  EXPECT_EQ(scheduler.counts().restore_fallbacks, 1);
+  EXPECT_EQ(scheduler.counts().restored_tokens, 0);
+  std::size_t restore = issued.size();
+  for (std::size_t i = 0; i < issued.size(); ++i)
+    if (issued[i].kind == kind_restore) restore = i;
+  ASSERT_LT(restore, issued.size());
+  bool reset_after = false;
+  for (std::size_t i = restore + 1; i < issued.size(); ++i) reset_after |= issued[i].kind == kind_reset;
+  EXPECT_TRUE(reset_after);
+}
+
+TEST(SimFaults, TheFirstCommandWithAPartialPageOfItsKind) {
+  Batch batch;
+  batch.push_back({{0, -1, 1, 1, 0}, kind_reset, 0});
+  batch.push_back({{1, 2, 9, 0, 8}, kind_snapshot, 1});     // endpoint on a page boundary: no partial page
+  batch.push_back({{2, 10, 3, 0, 6}, kind_restore, 2});     // partial page: logical page 1
+  batch.push_back({{3, 4, 11, 0, 7}, kind_snapshot, 3});    // partial page: logical page 1
+  const std::vector<Fault> faults{{1, 0, -1}, {0, 0, kind_snapshot}, {1, 5, -1}};
+
+  FaultInjector on_rank_1(faults, 1, 4);
+  const StepFaults step0 = on_rank_1.inject(0, batch);
+  ASSERT_EQ(step0.commands.size(), 2u);
+  EXPECT_EQ(step0.commands[0], std::make_pair(1, std::int64_t(2)));
+  EXPECT_EQ(step0.commands[1], std::make_pair(0, std::int64_t(3)));
+  ASSERT_EQ(step0.unmapped.size(), 1u);  // only rank 1's own fault is unmapped here
+  EXPECT_EQ(step0.unmapped[0], std::make_pair(std::int64_t(2), std::int64_t(1)));
+  EXPECT_EQ(on_rank_1.injected(), 2);
+  EXPECT_EQ(on_rank_1.missed(), 1);  // the step-5 fault is not due yet
+
+  FaultInjector on_rank_0(faults, 0, 4);
+  const StepFaults seen_by_0 = on_rank_0.inject(0, batch);
+  EXPECT_EQ(seen_by_0.commands, step0.commands);  // every rank knows every fault
+  ASSERT_EQ(seen_by_0.unmapped.size(), 1u);
+  EXPECT_EQ(seen_by_0.unmapped[0], std::make_pair(std::int64_t(3), std::int64_t(1)));
+}
+
+// The verifier's wiring: the model's writes on the replica, then the oracle's
+// codes and writes for a snapshot of the live row.
+TEST(SimReplica, TheOracleSnapshotsTheLiveRowAndItsPartialPage) {
+  SimConfig cfg = small_config();
+  cfg.capacity = 2;
+  const Geometry g = make_geometry(cfg, 26, Comm{});
+  HostReplica replica(g);
+  Model model(g);
+  std::vector<std::int32_t> tables(static_cast<std::size_t>(g.capacity * g.table_width), -1);
+  std::vector<std::int32_t> draft_tables = tables;
+  tables[0 * g.table_width + 0] = 5;
+  tables[0 * g.table_width + 1] = 2;
+  draft_tables[0 * g.table_width + 0] = 7;
+  draft_tables[0 * g.table_width + 1] = 1;
+  const std::vector<std::int32_t> pages{5, 2}, draft_pages{7, 1};
+  model.begin_step(0);
+  for (std::int64_t p = 0; p < 6; ++p) model.write_token(p, 100 + p, 99 + p, pages, draft_pages);
+  model.write_row(0, 42, 6);
+  replica.run_jobs(model.jobs());
+
+  const std::int64_t row = g.first_snapshot_row();
+  std::vector<std::int64_t> slot{0, 0}, src{g.live_row(0), g.live_row(0)}, dst{row, row + 1}, end{6, 5};
+  std::vector<std::int32_t> op{0, 0};
+  test::OracleCommands one{slot.data(), src.data(), dst.data(), op.data(), end.data(), 1};
+  test::OracleMemory memory = replica.memory(tables.data(), draft_tables.data());
+  const std::vector<std::int32_t> codes = replica.oracle().validate(one, memory);
+  ASSERT_EQ(codes[0], 0);
+  std::vector<test::CachePage> written;
+  replica.oracle().apply(one, codes, memory, &written);
+  EXPECT_TRUE(written.empty());  // a snapshot reads the caches
+
+  const std::uint8_t* live = replica.pool().data() + g.live_row(0) * g.row_bytes;
+  const std::uint8_t* saved = replica.pool().data() + row * g.row_bytes;
+  EXPECT_EQ(std::memcmp(saved + g.ssm_offset, live + g.ssm_offset, static_cast<std::size_t>(g.ssm.size())), 0);
+  const std::int64_t kv1 = g.layout.region("kv1").offset;
+  EXPECT_EQ(std::memcmp(saved + kv1, replica.cache(1).data() + 2 * g.kv_page_bytes,
+                        static_cast<std::size_t>(g.kv_page_bytes)),
+            0);
+  for (std::int64_t b = 0; b < g.scratch_bytes; ++b) EXPECT_EQ(saved[g.scratch_offset + b], 0) << "scratch byte " << b;
+
+  // The second command claims 5 consumed tokens where the request holds 6.
+  test::OracleCommands wrong_end = one;
+  wrong_end.request_slots += 1;
+  wrong_end.source_slots += 1;
+  wrong_end.destination_slots += 1;
+  wrong_end.operation += 1;
+  wrong_end.expected_consumed += 1;
+  EXPECT_EQ(replica.oracle().validate(wrong_end, memory)[0], 3);
+}
+
+}  // namespace
+}  // namespace statexfer::sim

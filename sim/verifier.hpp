@@ -1,0 +1,256 @@
+#ifndef STATEXFER_SIM_VERIFIER_HPP
+#define STATEXFER_SIM_VERIFIER_HPP
+
+// --verify: after every transfer, the codes the ranks must hold (the contract's
+// oracle on each rank's view of the page tables, combined) against the device's,
+// then the oracle's writes and the model's on the host replica, and the device's
+// pool, request state and every cache page written since the last comparison,
+// byte for byte (whole caches every --verify-full-every steps and at the end).
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <statexfer/combine.hpp>
+
+#include "batch.hpp"
+#include "comm.hpp"
+#include "device_state.hpp"
+#include "faults.hpp"
+#include "geometry.hpp"
+#include "replica.hpp"
+#include "sim_config.hpp"
+
+namespace statexfer::sim {
+
+template <class Exec>
+class Verifier {
+ public:
+  Verifier(const SimConfig& cfg, const Geometry& geometry, const Comm& comm, const DeviceState<Exec>& device)
+      : cfg_(cfg), g_(geometry), comm_(comm), device_(device), replica_(geometry) {}
+
+  /// The transfer of step `step`: `codes` are the device's (combined) codes of `batch`.
+  void check_transfer(std::int64_t step, const Batch& batch, const std::vector<std::int32_t>& codes,
+                      const StepFaults& faults, const std::vector<std::int32_t>& tables,
+                      const std::vector<std::int32_t>& draft_tables) {
+    step_ = step;
+    const std::vector<std::int32_t> expected = expected_codes(batch, faults, tables, draft_tables);
+    check_codes(batch, codes, expected, faults);
+    const OracleBatch commands(batch);
+    test::OracleMemory memory = replica_.memory(tables.data(), draft_tables.data());
+    std::vector<test::CachePage> written;
+    replica_.oracle().apply(commands.view, expected, memory, &written);
+    dirty_.insert(dirty_.end(), written.begin(), written.end());
+    compare_pool();
+    compare_dirty_pages();
+    if (cfg_.verify_full_every > 0 && (step + 1) % cfg_.verify_full_every == 0) compare_caches();
+    steps_checked_++;
+    if (comm_.distributed() && comm_.min(ok_ ? 1 : 0) == 0 && ok_) fail("stopped: another rank's comparison failed");
+  }
+
+  /// The model's writes of this step, on the replica.
+  void run_model(const std::vector<FillJob>& jobs) {
+    replica_.run_jobs(jobs);
+    const std::int64_t A = g_.kv_planes, D = g_.draft_planes;
+    for (const FillJob& j : jobs)
+      if (j.target >= 1 && j.target <= A + D)
+        dirty_.push_back({j.target - 1, j.offset / (j.target <= A ? g_.kv_page_bytes : g_.draft_page_bytes)});
+  }
+
+  /// After the last step: the pool and every cache, on every rank.
+  void check_final(std::int64_t step) {
+    step_ = step;
+    compare_pool();
+    if (ok_) compare_caches();
+    if (comm_.distributed() && comm_.min(ok_ ? 1 : 0) == 0 && ok_) {
+      ok_ = false;
+      message_ = "another rank's final comparison failed";
+    }
+  }
+
+  bool ok() const { return ok_; }
+  const std::string& message() const { return message_; }
+  std::int64_t steps_checked() const { return steps_checked_; }
+  std::int64_t full_checks() const { return full_checks_; }
+
+ private:
+  // The batch as the oracle's command arrays (rows past the batch: unused).
+  struct OracleBatch {
+    std::vector<std::int64_t> slot, src, dst, end;
+    std::vector<std::int32_t> op;
+    test::OracleCommands view;
+    explicit OracleBatch(const Batch& batch) {
+      for (const BatchEntry& b : batch) {
+        slot.push_back(b.cmd.slot);
+        src.push_back(b.cmd.src);
+        dst.push_back(b.cmd.dst);
+        op.push_back(b.cmd.op);
+        end.push_back(b.cmd.end);
+      }
+      view = {slot.data(), src.data(), dst.data(), op.data(), end.data(), static_cast<std::int32_t>(batch.size())};
+    }
+  };
+
+  void fail(const std::string& what) {
+    if (!ok_) return;
+    ok_ = false;
+    message_ = "rank " + std::to_string(comm_.rank) + ", step " + std::to_string(step_) + ": " + what;
+  }
+
+  // The combination of the codes of every rank's view of the page tables: the
+  // faulted ranks see their faulted pages unmapped.
+  std::vector<std::int32_t> expected_codes(const Batch& batch, const StepFaults& faults,
+                                           const std::vector<std::int32_t>& tables,
+                                           const std::vector<std::int32_t>& draft_tables) {
+    const OracleBatch commands(batch);
+    const auto count = batch.size();
+    std::vector<int> faulted_ranks;
+    for (const auto& f : faults.commands)
+      if (std::find(faulted_ranks.begin(), faulted_ranks.end(), f.first) == faulted_ranks.end())
+        faulted_ranks.push_back(f.first);
+    std::vector<std::int32_t> expected(count, 0);
+    bool first = true;
+    auto fold = [&](const std::vector<std::int32_t>& table_view) {
+      const std::vector<std::int32_t> v =
+          replica_.oracle().validate(commands.view, replica_.memory(table_view.data(), draft_tables.data()));
+      for (std::size_t i = 0; i < count; ++i) expected[i] = first ? v[i] : statexfer::combine_error_codes(expected[i], v[i]);
+      first = false;
+    };
+    if (static_cast<int>(faulted_ranks.size()) < comm_.size) fold(tables);
+    for (int r : faulted_ranks) {
+      std::vector<std::int32_t> t = tables;
+      for (const auto& f : faults.commands) {
+        const Command& c = batch[static_cast<std::size_t>(f.second)].cmd;
+        if (f.first == r) t[static_cast<std::size_t>(c.slot * g_.table_width + c.end / g_.page_tokens)] = -1;
+      }
+      fold(t);
+    }
+    return expected;
+  }
+
+  void check_codes(const Batch& batch, const std::vector<std::int32_t>& codes,
+                   const std::vector<std::int32_t>& expected, const StepFaults& faults) {
+    const std::size_t count = batch.size();
+    for (std::size_t i = 0; i < count && ok_; ++i) {
+      if (codes[i] == expected[i]) continue;
+      const Command& c = batch[i].cmd;
+      fail("command " + std::to_string(i) + " (" + kind_name(batch[i].kind) + ", slot " + std::to_string(c.slot) +
+           ", end " + std::to_string(c.end) + "): device code " + std::to_string(codes[i]) + " (" +
+           statexfer::command_error_name(codes[i]) + "), the oracle expects " + std::to_string(expected[i]) + " (" +
+           statexfer::command_error_name(expected[i]) + ")");
+    }
+    for (std::size_t i = 0; i < count; ++i)
+      if (expected[i] != 0 && !faults.hits(static_cast<std::int64_t>(i)))
+        fail("command " + std::to_string(i) + " was refused with code " + std::to_string(expected[i]) +
+             " although the scheduler built it valid");
+    // Every rank must hold the same codes.
+    if (comm_.distributed()) {
+      std::uint64_t u = 0;  // unsigned: the hash wraps by design
+      for (std::size_t i = 0; i < count; ++i) u = u * 31 + static_cast<std::uint64_t>(codes[i] + 1);
+      const auto h = static_cast<std::int64_t>(u);
+      if (comm_.min(h) != comm_.max(h)) fail("the ranks hold different error codes for the batch");
+    }
+  }
+
+  template <class V>
+  static auto host_copy(const V& v) {
+    auto h = Kokkos::create_mirror_view(v);
+    Kokkos::deep_copy(h, v);
+    return h;
+  }
+
+  std::string region_at(std::int64_t b) const {
+    for (const auto& r : g_.layout.regions())
+      if (b >= r.offset && b < r.offset + r.nbytes) return r.name;
+    return "padding";
+  }
+
+  void compare_pool() {
+    const std::int64_t RB = g_.row_bytes;
+    auto pool = host_copy(device_.pool().backing());
+    const std::uint8_t* dev = pool.data();
+    const std::uint8_t* want = replica_.pool().data();
+    for (std::int64_t row = 0; row < g_.rows; ++row) {
+      if (std::memcmp(dev + row * RB, want + row * RB, static_cast<std::size_t>(RB)) == 0) continue;
+      std::int64_t b = 0;
+      while (dev[row * RB + b] == want[row * RB + b]) ++b;
+      fail("pool row " + std::to_string(row) + " byte " + std::to_string(b) + " (region " + region_at(b) +
+           "): device " + std::to_string(dev[row * RB + b]) + ", oracle " + std::to_string(want[row * RB + b]));
+      return;
+    }
+    auto consumed = host_copy(device_.requests().consumed_tokens);
+    const auto& expected = replica_.request_consumed();
+    for (std::int64_t slot = 0; slot < g_.capacity; ++slot)
+      if (consumed(slot, 0) != expected[static_cast<std::size_t>(slot)]) {
+        fail("request consumed of slot " + std::to_string(slot) + ": device " + std::to_string(consumed(slot, 0)) +
+             ", oracle " + std::to_string(expected[static_cast<std::size_t>(slot)]));
+        return;
+      }
+  }
+
+  void compare_dirty_pages() {
+    std::sort(dirty_.begin(), dirty_.end());
+    dirty_.erase(std::unique(dirty_.begin(), dirty_.end()), dirty_.end());
+    constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
+    std::vector<std::uint8_t> buffer;
+    for (const test::CachePage& d : dirty_) {
+      const auto i = static_cast<std::size_t>(d.cache);
+      const std::int64_t pb = replica_.cache_page_bytes(i);
+      const auto& v = device_.cache(d.cache);
+      const std::uint8_t* dev;
+      if constexpr (host) {
+        dev = v.data() + d.page * pb;
+      } else {
+        buffer.resize(static_cast<std::size_t>(pb));
+        Kokkos::deep_copy(Kokkos::View<std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                              buffer.data(), static_cast<std::size_t>(pb)),
+                          Kokkos::subview(v, d.page, Kokkos::ALL()));
+        dev = buffer.data();
+      }
+      if (!compare_page(d.cache, d.page, dev, replica_.cache(i).data() + d.page * pb, pb)) break;
+    }
+    dirty_.clear();
+  }
+
+  bool compare_page(std::int32_t cache, std::int64_t page, const std::uint8_t* dev, const std::uint8_t* want,
+                    std::int64_t pb) {
+    if (std::memcmp(dev, want, static_cast<std::size_t>(pb)) == 0) return true;
+    std::int64_t b = 0;
+    while (dev[b] == want[b]) ++b;
+    const bool kv = cache < g_.kv_planes;
+    fail(std::string(kv ? "kv" : "draft") + std::to_string(kv ? cache : cache - g_.kv_planes) + " page " +
+         std::to_string(page) + " byte " + std::to_string(b) + ": device " + std::to_string(dev[b]) + ", oracle " +
+         std::to_string(want[b]));
+    return false;
+  }
+
+  void compare_caches() {
+    for (std::int32_t c = 0; c < g_.kv_planes + g_.draft_planes && ok_; ++c) {
+      auto h = host_copy(device_.cache(c));
+      const std::int64_t pb = replica_.cache_page_bytes(static_cast<std::size_t>(c));
+      const std::uint8_t* want = replica_.cache(static_cast<std::size_t>(c)).data();
+      for (std::int64_t p = 0; p < g_.pages; ++p)
+        if (!compare_page(c, p, h.data() + p * pb, want + p * pb, pb)) break;
+    }
+    full_checks_++;
+  }
+
+  const SimConfig& cfg_;
+  const Geometry& g_;
+  Comm comm_;
+  const DeviceState<Exec>& device_;
+  HostReplica replica_;
+  std::vector<test::CachePage> dirty_;  // cache pages written since the last comparison
+  std::int64_t step_ = 0;
+  bool ok_ = true;
+  std::string message_;
+  std::int64_t steps_checked_ = 0, full_checks_ = 0;
+};
+
+}  // namespace statexfer::sim
+
+#endif

@@ -1,0 +1,53 @@
+#ifndef STATEXFER_TEST_REFERENCE_CHECK_HPP
+#define STATEXFER_TEST_REFERENCE_CHECK_HPP
+
+// One case through the library on an execution space and through the plain
+// oracle (common/reference.hpp), compared byte for byte: the check of the
+// differential, large-row and large-batch tests.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include <common/case.hpp>
+#include <common/run_case.hpp>
+
+#include "common/case_factory.hpp"
+#include "common/reference.hpp"
+
+namespace statexfer::test {
+
+struct ReferenceCheck {
+  bool identical = false;
+  CaseOutputs expected;  // the reference's outputs
+};
+
+/// Runs `c` on Exec (through `steps`) and on the reference. A difference fails the current test
+/// with `what` and every differing value; the first `keep` mismatching cases
+/// (counted in `saved`) are written to TempDir()/`suite`/<backend>/`what`, where
+/// `statexfer-replay` can run them again.
+template <class Exec>
+ReferenceCheck check_against_reference(const Case& c, const std::string& suite, const std::string& what,
+                                       int keep, int& saved, Steps steps = Steps::separate) {
+  ReferenceCheck out;
+  out.expected = reference_run(c);
+  const CaseOutputs actual = run_case<Exec>(c, steps);
+  const Comparison cmp = compare_outputs(actual, out.expected);
+  out.identical = cmp.identical();
+  if (!out.identical) {
+    std::string where;
+    if (saved < keep) {
+      const auto dir = std::filesystem::path(::testing::TempDir()) / suite / Exec::name() / what;
+      write_case(c, dir);
+      where = " (saved as " + dir.string() + ")";
+      ++saved;
+    }
+    ADD_FAILURE() << what << where << ": library vs reference: " << describe(cmp);
+  }
+  return out;
+}
+
+}  // namespace statexfer::test
+
+#endif
