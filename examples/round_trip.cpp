@@ -60,8 +60,8 @@ void show(const char* title, const PoolHost& pool, const CacheHost& cache, std::
   std::printf("%s\n", title);
   for (int row = 1; row <= 3; ++row)
     std::printf("  row %d  consumed %-3lld ssm %s kv %s\n", row,
-                static_cast<long long>(*reinterpret_cast<const std::int64_t*>(&pool(row, 0))), hex(&pool(row, ssm), 4).c_str(),
-                hex(&pool(row, kv), 4).c_str());
+                static_cast<long long>(*reinterpret_cast<const std::int64_t*>(&pool(row, 0))),
+                hex(&pool(row, ssm), 4).c_str(), hex(&pool(row, kv), 4).c_str());
   for (int page = 0; page < 2; ++page) std::printf("  cache page %d  %s\n", page, hex(&cache(page, 0), 4).c_str());
 }
 

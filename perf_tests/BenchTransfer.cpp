@@ -40,8 +40,9 @@ void kernel_copy(const Exec& e, const Kokkos::View<std::uint8_t*, Exec::memory_s
   const std::int64_t words = static_cast<std::int64_t>(src.extent(0) / sizeof(Word16));
   Word16* d = reinterpret_cast<Word16*>(dst.data());
   const Word16* s = reinterpret_cast<const Word16*>(src.data());
-  Kokkos::parallel_for("bench::kernel_copy", Kokkos::RangePolicy<Exec>(e, 0, words),
-                       KOKKOS_LAMBDA(const std::int64_t i) { d[i] = s[i]; });
+  Kokkos::parallel_for(
+      "bench::kernel_copy", Kokkos::RangePolicy<Exec>(e, 0, words),
+      KOKKOS_LAMBDA(const std::int64_t i) { d[i] = s[i]; });
 }
 
 void run(benchmark::State& state, const Shape& shape, Step which) {
@@ -61,7 +62,12 @@ void run(benchmark::State& state, const Shape& shape, Step which) {
   switch (which) {
     case Step::validate: step = [&](const Exec& e) { w.transfer->validate(e); }; break;
     case Step::apply: step = [&](const Exec& e) { w.transfer->apply(e); }; break;
-    case Step::validate_apply: step = [&](const Exec& e) { w.transfer->validate(e); w.transfer->apply(e); }; break;
+    case Step::validate_apply:
+      step = [&](const Exec& e) {
+        w.transfer->validate(e);
+        w.transfer->apply(e);
+      };
+      break;
     case Step::validate_and_apply: step = [&](const Exec& e) { w.transfer->validate_and_apply(e); }; break;
     case Step::memcpy: step = [&](const Exec& e) { Kokkos::deep_copy(e, b, a); }; break;
     case Step::memcpy_kernel: step = [&](const Exec& e) { kernel_copy(e, b, a); }; break;
@@ -72,7 +78,7 @@ void run(benchmark::State& state, const Shape& shape, Step which) {
   for (auto _ : state) state.SetIterationTime(replayer.seconds_per_replay(replays));
   state.counters["bytes_rw"] = static_cast<double>(2 * w.bytes_written);
   state.counters["GB_rw"] = benchmark::Counter(static_cast<double>(2 * w.bytes_written) * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+                                               benchmark::Counter::kIsIterationInvariantRate);
   state.counters["capacity"] = static_cast<double>(shape.capacity);
   state.counters["count"] = static_cast<double>(shape.live());
   state.SetLabel(w.transfer->launch_summary());

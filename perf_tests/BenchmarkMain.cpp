@@ -114,8 +114,8 @@ int main(int argc, char* argv[]) {
   if (sel.list) {
     std::cout << "# statexfer-bench --list-shapes: NAME:C:ROW_BYTES:PAGE_REGIONS:PAGE_BYTES[:TRAILING[:COUNT]]\n";
     for (const auto& s : shapes)
-      std::cout << (expressible(s) ? "" : "# not expressible as a spec (page tokens, width or gap): ")
-                << format_spec(s) << "\n";
+      std::cout << (expressible(s) ? "" : "# not expressible as a spec (page tokens, width or gap): ") << format_spec(s)
+                << "\n";
     return 0;
   }
 

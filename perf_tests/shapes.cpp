@@ -41,10 +41,14 @@ std::int64_t parse_bytes(const std::string& text, const std::string& field) {
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
   const std::string number = text.substr(0, i), unit = lower(trim(text.substr(i)));
   std::int64_t scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "kib") scale = KiB;
-  else if (unit == "mib") scale = MiB;
-  else if (unit == "gib") scale = GiB;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "kib")
+    scale = KiB;
+  else if (unit == "mib")
+    scale = MiB;
+  else if (unit == "gib")
+    scale = GiB;
   if (number.empty() || std::count(number.begin(), number.end(), '.') > 1 || number.front() == '.' ||
       number.back() == '.' || scale == 0)
     throw SpecError(field + ": expected bytes (a number, optionally with KiB, MiB or GiB), got '" + text + "'");
@@ -173,7 +177,9 @@ struct HybridModel {
     return recurrent_layers * (ssm_heads * ssm_head_dim * ssm_state_dim * ssm_dtype_bytes +
                                (conv_kernel - 1) * conv_dim * conv_dtype_bytes);
   }
-  std::int64_t page_bytes(std::int64_t page_tokens) const { return page_tokens * kv_heads * head_dim * 2 * kv_dtype_bytes; }
+  std::int64_t page_bytes(std::int64_t page_tokens) const {
+    return page_tokens * kv_heads * head_dim * 2 * kv_dtype_bytes;
+  }
 };
 
 const HybridModel models[] = {

@@ -17,7 +17,9 @@ struct Command {
 };
 
 enum Kind { kind_snapshot = 0, kind_restore = 1, kind_reset = 2 };
-inline const char* kind_name(int k) { return k == kind_snapshot ? "snapshot" : k == kind_restore ? "restore" : "reset"; }
+inline const char* kind_name(int k) {
+  return k == kind_snapshot ? "snapshot" : k == kind_restore ? "restore" : "reset";
+}
 
 struct BatchEntry {
   Command cmd;

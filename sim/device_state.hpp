@@ -56,8 +56,7 @@ class DeviceState {
   using Mem = typename Exec::memory_space;
   using CacheView = typename statexfer::PageBinding<Exec>::cache_view;
 
-  DeviceState(const SimConfig& cfg, const Geometry& geometry, const Comm& comm)
-      : cfg_(cfg), g_(geometry), comm_(comm) {
+  DeviceState(const SimConfig& cfg, const Geometry& geometry, const Comm& comm) : cfg_(cfg), g_(geometry), comm_(comm) {
     allocate();
     build_transfer();
     fill_targets();
@@ -154,7 +153,8 @@ class DeviceState {
       Kokkos::parallel_for("sim::model_step", Policy(exec_, n, 1), kernel);
     } else {
       if (static_cast<std::int64_t>(jobs_d_.extent(0)) < n)
-        jobs_d_ = Kokkos::View<FillJob*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "sim::fill_jobs"), n + n / 2);
+        jobs_d_ =
+            Kokkos::View<FillJob*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "sim::fill_jobs"), n + n / 2);
       auto dst = Kokkos::subview(jobs_d_, std::make_pair(std::int64_t(0), n));
       Kokkos::deep_copy(exec_, dst, host_jobs);
       kernel.jobs = dst;
@@ -257,7 +257,8 @@ class DeviceState {
         if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal) != cudaSuccess)
           throw std::runtime_error("cudaStreamBeginCapture failed");
         body();
-        if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess) throw std::runtime_error("cudaStreamEndCapture failed");
+        if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess)
+          throw std::runtime_error("cudaStreamEndCapture failed");
         if (cudaGraphInstantiateWithFlags(&instance, graph, 0) != cudaSuccess)
           throw std::runtime_error("cudaGraphInstantiate failed");
         cudaGraphDestroy(graph);

@@ -38,7 +38,8 @@ Geometry make_geometry(const SimConfig& cfg, std::int64_t max_tokens, const Comm
   g.conv = shard_of(conv_global, r, n);
   g.kv = shard_of(cfg.kv_token_bytes, r, n);
   g.draft = shard_of(std::max<std::int64_t>(cfg.draft_token_bytes, 1), r, n);
-  g.table_width = std::max<std::int64_t>(1, (std::max<std::int64_t>(max_tokens, 1) + g.page_tokens - 1) / g.page_tokens);
+  g.table_width =
+      std::max<std::int64_t>(1, (std::max<std::int64_t>(max_tokens, 1) + g.page_tokens - 1) / g.page_tokens);
   g.rows = 1 + g.capacity + g.snapshot_rows;
   g.pages = cfg.pages > 0 ? cfg.pages : g.capacity * g.table_width;
   g.kv_page_bytes = g.page_tokens * g.kv.size();

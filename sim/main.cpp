@@ -86,8 +86,8 @@ sim::Fault parse_fault(const std::string& text) {
         throw std::invalid_argument(text);
     }
   } catch (const std::exception&) {
-    throw CLI::ValidationError("--inject-fault", "expected RANK:STEP or RANK:STEP:KIND (snapshot, restore, any), got '" +
-                                                     text + "'");
+    throw CLI::ValidationError("--inject-fault",
+                               "expected RANK:STEP or RANK:STEP:KIND (snapshot, restore, any), got '" + text + "'");
   }
   return f;
 }
@@ -127,63 +127,91 @@ int run(int argc, char* argv[]) {
   bool quiet = false, no_progress = false, progress_forced = false, no_graphs = false, no_combine = false,
        no_completion = false;
 
-  CLI::App app{"statexfer-sim: simulate a hybrid-model server's prefix-cache state management with statexfer "
-               "(snapshot / restore / reset batches through one prepared transfer per step)"};
+  CLI::App app{
+      "statexfer-sim: simulate a hybrid-model server's prefix-cache state management with statexfer "
+      "(snapshot / restore / reset batches through one prepared transfer per step)"};
   app.get_formatter()->column_width(34);
   auto* wl = "Workload (synthetic unless --trace)";
   app.add_option("--requests,-n", syn.requests, "requests to simulate")->group(wl)->capture_default_str();
   app.add_option("--seed", syn.seed, "seed of the synthetic workload")->group(wl)->capture_default_str();
   app.add_option("--prefixes", syn.prefixes, "shared prefix documents (0: none)")->group(wl)->capture_default_str();
   app.add_option("--zipf", syn.zipf, "Zipf exponent of prefix popularity")->group(wl)->capture_default_str();
-  app.add_option("--prefix-len", prefix_len, "prefix document length in tokens, N or MIN:MAX")->group(wl)->capture_default_str();
-  app.add_option("--input-len", input_len, "own prompt tokens per request, N or MIN:MAX")->group(wl)->capture_default_str();
-  app.add_option("--output-len", output_len, "generated tokens per request, N or MIN:MAX")->group(wl)->capture_default_str();
+  app.add_option("--prefix-len", prefix_len, "prefix document length in tokens, N or MIN:MAX")
+      ->group(wl)
+      ->capture_default_str();
+  app.add_option("--input-len", input_len, "own prompt tokens per request, N or MIN:MAX")
+      ->group(wl)
+      ->capture_default_str();
+  app.add_option("--output-len", output_len, "generated tokens per request, N or MIN:MAX")
+      ->group(wl)
+      ->capture_default_str();
   app.add_option("--followup", syn.followup, "probability that a request continues an earlier conversation")
-      ->group(wl)->capture_default_str();
+      ->group(wl)
+      ->capture_default_str();
   app.add_option("--max-turns", syn.max_turns, "turns per conversation")->group(wl)->capture_default_str();
-  app.add_option("--max-context", syn.max_context, "tokens per request at most (synthetic)")->group(wl)->capture_default_str();
-  app.add_option("--trace", trace, "JSON-lines trace to replay instead (see README)")->group(wl)->check(CLI::ExistingFile);
+  app.add_option("--max-context", syn.max_context, "tokens per request at most (synthetic)")
+      ->group(wl)
+      ->capture_default_str();
+  app.add_option("--trace", trace, "JSON-lines trace to replay instead (see README)")
+      ->group(wl)
+      ->check(CLI::ExistingFile);
   app.add_option("--dump-trace", dump_trace, "write the workload as a JSON-lines trace")->group(wl);
 
   auto* geo = "Pool and model (whole model; each rank holds a shard)";
   app.add_option("--capacity,-C", cfg.capacity, "request slots = command batch capacity (power of two)")
-      ->group(geo)->capture_default_str();
+      ->group(geo)
+      ->capture_default_str();
   app.add_option("--snapshot-rows", cfg.snapshot_rows, "prefix-cache snapshot rows")->group(geo)->capture_default_str();
   app.add_option("--page-tokens", cfg.page_tokens, "tokens per KV page")->group(geo)->capture_default_str();
-  app.add_option("--row-bytes", cfg.row_bytes, "recurrent (SSM + conv) state bytes per row")->group(geo)->capture_default_str();
+  app.add_option("--row-bytes", cfg.row_bytes, "recurrent (SSM + conv) state bytes per row")
+      ->group(geo)
+      ->capture_default_str();
   app.add_option("--kv-planes", cfg.kv_planes, "attention planes whose partial page a snapshot saves")
-      ->group(geo)->capture_default_str();
+      ->group(geo)
+      ->capture_default_str();
   app.add_option("--kv-token-bytes", cfg.kv_token_bytes, "KV bytes per token and attention plane")
-      ->group(geo)->capture_default_str();
+      ->group(geo)
+      ->capture_default_str();
   app.add_option("--draft-planes", cfg.draft_planes, "draft-model planes (trailing pages; 0: none)")
-      ->group(geo)->capture_default_str();
+      ->group(geo)
+      ->capture_default_str();
   app.add_option("--draft-token-bytes", cfg.draft_token_bytes, "KV bytes per token and draft plane")
-      ->group(geo)->capture_default_str();
+      ->group(geo)
+      ->capture_default_str();
   app.add_option("--scratch-bytes", cfg.scratch_bytes, "excluded region per row (never copied; 0: none)")
-      ->group(geo)->capture_default_str();
+      ->group(geo)
+      ->capture_default_str();
   app.add_option("--pages", cfg.pages, "physical pages per cache (0: capacity x page-table width)")
-      ->group(geo)->capture_default_str();
+      ->group(geo)
+      ->capture_default_str();
 
   auto* sch = "Scheduling";
   app.add_option("--chunk", cfg.chunk, "prefill tokens per request and step")->group(sch)->capture_default_str();
-  app.add_option("--step-tokens", cfg.step_tokens, "tokens per step over all requests")->group(sch)->capture_default_str();
+  app.add_option("--step-tokens", cfg.step_tokens, "tokens per step over all requests")
+      ->group(sch)
+      ->capture_default_str();
   app.add_option("--lookahead", cfg.lookahead, "queued requests scanned for one whose parent is done")
-      ->group(sch)->capture_default_str();
+      ->group(sch)
+      ->capture_default_str();
   app.add_flag("--no-completion-snapshots", no_completion, "do not snapshot finished requests")->group(sch);
   app.add_option("--max-steps", cfg.max_steps, "stop after N steps (0: run every request)")->group(sch);
 
   auto* chk = "Checking and tensor parallelism";
-  app.add_flag("--verify,!--no-verify", cfg.verify, "check every row and saved page against the contract's oracle after every step")
+  app.add_flag("--verify,!--no-verify", cfg.verify,
+               "check every row and saved page against the contract's oracle after every step")
       ->group(chk);
   app.add_option("--verify-full-every", cfg.verify_full_every, "compare whole caches every N steps (and at the end)")
-      ->group(chk)->capture_default_str();
+      ->group(chk)
+      ->capture_default_str();
   app.add_option("--tp", cfg.tp, "tensor-parallel ranks (run under mpirun -np N)")->group(chk)->capture_default_str();
   app.add_option("--inject-fault", faults,
                  "RANK:STEP[:KIND]: from STEP on, the first command (KIND: snapshot, restore, any) with a "
                  "partial page finds it unmapped in RANK's page table only (repeatable)")
       ->group(chk);
-  app.add_flag("--no-combine", no_combine, "skip the error combiner (shows why it is needed; needs --verify)")->group(chk);
-  app.add_flag("--no-graphs", no_graphs, "CUDA: launch validate and apply directly instead of replaying graphs")->group(chk);
+  app.add_flag("--no-combine", no_combine, "skip the error combiner (shows why it is needed; needs --verify)")
+      ->group(chk);
+  app.add_flag("--no-graphs", no_graphs, "CUDA: launch validate and apply directly instead of replaying graphs")
+      ->group(chk);
 
   auto* outg = "Output";
   app.add_option("--json", json_path, "write the JSON report here")->group(outg);
@@ -217,8 +245,8 @@ int run(int argc, char* argv[]) {
     MPI_Comm_size(comm.comm, &comm.size);
     if (comm.size != cfg.tp) {
       if (comm.rank == 0)
-        std::fprintf(stderr, "statexfer-sim: --tp %d but %d MPI ranks: run mpirun -np %d statexfer-sim --tp %d\n", cfg.tp,
-                     comm.size, cfg.tp, cfg.tp);
+        std::fprintf(stderr, "statexfer-sim: --tp %d but %d MPI ranks: run mpirun -np %d statexfer-sim --tp %d\n",
+                     cfg.tp, comm.size, cfg.tp, cfg.tp);
       return 2;
     }
 #else
@@ -284,8 +312,9 @@ int run(int argc, char* argv[]) {
     }
     if (!plot_path.empty() && sim::plot_steps(stats, plot_path, plot_script(argv[0])) && !quiet)
       std::printf("  plot         %s\n", plot_path.c_str());
-    if (!ok) std::fprintf(stderr, "statexfer-sim: FAILED%s%s\n", stats.verify_message.empty() ? "" : ": ",
-                          stats.verify_message.c_str());
+    if (!ok)
+      std::fprintf(stderr, "statexfer-sim: FAILED%s%s\n", stats.verify_message.empty() ? "" : ": ",
+                   stats.verify_message.c_str());
   }
 #ifdef STATEXFER_HAVE_NCCL
   if (nccl) ncclCommDestroy(nccl);
@@ -308,7 +337,8 @@ int main(int argc, char* argv[]) {
     return std::strncmp(a, "--kokkos-device", 15) == 0 || std::strncmp(a, "--kokkos-num-devices", 20) == 0;
   });
   int devices = 0;
-  if (!chosen && std::getenv("OMPI_COMM_WORLD_LOCAL_RANK") && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 1) {
+  if (!chosen && std::getenv("OMPI_COMM_WORLD_LOCAL_RANK") && cudaGetDeviceCount(&devices) == cudaSuccess &&
+      devices > 1) {
     num_devices = "--kokkos-num-devices=" + std::to_string(devices);
     args.push_back(num_devices.data());
   }

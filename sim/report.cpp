@@ -43,7 +43,9 @@ Summary summarize(std::vector<float> v) {
   if (v.empty()) return s;
   std::sort(v.begin(), v.end());
   s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  auto at = [&](double q) { return static_cast<double>(v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]); };
+  auto at = [&](double q) {
+    return static_cast<double>(v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]);
+  };
   s.p50 = at(0.5);
   s.p90 = at(0.9);
   s.p99 = at(0.99);
@@ -97,13 +99,14 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                st.ranks == 1 ? "" : "s", st.combiner.c_str(), st.graphs ? ", CUDA graphs" : "");
   if (w.source == "synthetic") {
     const SyntheticOptions& s = info.synthetic;
-    std::fprintf(out,
-                 "  workload     synthetic, seed %llu: %s requests, %lld prefixes (Zipf %.2f) of %lld-%lld tokens, input "
-                 "%lld-%lld, output %lld-%lld, follow-ups %.0f%%\n",
-                 static_cast<unsigned long long>(s.seed), grouped(st.requests).c_str(), static_cast<long long>(s.prefixes),
-                 s.zipf, static_cast<long long>(s.prefix_len.min), static_cast<long long>(s.prefix_len.max),
-                 static_cast<long long>(s.input_len.min), static_cast<long long>(s.input_len.max),
-                 static_cast<long long>(s.output_len.min), static_cast<long long>(s.output_len.max), 100 * s.followup);
+    std::fprintf(
+        out,
+        "  workload     synthetic, seed %llu: %s requests, %lld prefixes (Zipf %.2f) of %lld-%lld tokens, input "
+        "%lld-%lld, output %lld-%lld, follow-ups %.0f%%\n",
+        static_cast<unsigned long long>(s.seed), grouped(st.requests).c_str(), static_cast<long long>(s.prefixes),
+        s.zipf, static_cast<long long>(s.prefix_len.min), static_cast<long long>(s.prefix_len.max),
+        static_cast<long long>(s.input_len.min), static_cast<long long>(s.input_len.max),
+        static_cast<long long>(s.output_len.min), static_cast<long long>(s.output_len.max), 100 * s.followup);
   } else {
     std::fprintf(out, "  workload     trace %s: %s requests\n", w.source.c_str(), grouped(st.requests).c_str());
   }
@@ -115,7 +118,8 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                static_cast<long long>(c.draft_planes), static_cast<long long>(c.page_tokens), grouped(st.pages).c_str(),
                bytes(static_cast<double>(st.memory_bytes)).c_str());
   std::fprintf(out, "  requests     %s done in %s steps, %.2f s: %s requests/s\n", grouped(st.completed).c_str(),
-               grouped(st.steps).c_str(), st.wall_s, grouped(std::llround(st.completed / std::max(st.wall_s, 1e-9))).c_str());
+               grouped(st.steps).c_str(), st.wall_s,
+               grouped(std::llround(st.completed / std::max(st.wall_s, 1e-9))).c_str());
   std::fprintf(out, "  tokens       %s prompt (%s restored, %s), %s prefill computed, %s decoded\n",
                grouped(st.prompt_tokens).c_str(), grouped(st.restored_tokens).c_str(),
                pct(static_cast<double>(st.restored_tokens), static_cast<double>(st.prompt_tokens)).c_str(),
@@ -125,10 +129,11 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                pct(static_cast<double>(st.hits), static_cast<double>(st.admitted)).c_str(),
                grouped(st.cache_published).c_str(), grouped(st.cache_evictions).c_str(),
                grouped(st.cache_reservations).c_str());
-  std::fprintf(out, "  commands     %s: snapshot %s (%s checkpoint, %s completion), restore %s, reset %s; %s commands/s\n",
-               grouped(cmds).c_str(), grouped(st.issued[kind_snapshot]).c_str(), grouped(st.checkpoint_snapshots).c_str(),
-               grouped(st.completion_snapshots).c_str(), grouped(st.issued[kind_restore]).c_str(),
-               grouped(st.issued[kind_reset]).c_str(), grouped(std::llround(cmds / std::max(st.wall_s, 1e-9))).c_str());
+  std::fprintf(
+      out, "  commands     %s: snapshot %s (%s checkpoint, %s completion), restore %s, reset %s; %s commands/s\n",
+      grouped(cmds).c_str(), grouped(st.issued[kind_snapshot]).c_str(), grouped(st.checkpoint_snapshots).c_str(),
+      grouped(st.completion_snapshots).c_str(), grouped(st.issued[kind_restore]).c_str(),
+      grouped(st.issued[kind_reset]).c_str(), grouped(std::llround(cmds / std::max(st.wall_s, 1e-9))).c_str());
   std::string errs;
   for (int code = 0; code < 8; ++code) {
     if (st.errors[code] == 0 && code != 0) continue;
@@ -137,20 +142,24 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
   }
   std::fprintf(out, "  errors       %s", errs.c_str());
   if (st.faults_injected > 0)
-    std::fprintf(out, " (%s injected fault%s; %s refused on every rank, %s restores recomputed)", grouped(st.faults_injected).c_str(),
-                 st.faults_injected == 1 ? "" : "s", grouped(st.fault_commands_refused).c_str(),
-                 grouped(st.restore_fallbacks).c_str());
+    std::fprintf(out, " (%s injected fault%s; %s refused on every rank, %s restores recomputed)",
+                 grouped(st.faults_injected).c_str(), st.faults_injected == 1 ? "" : "s",
+                 grouped(st.fault_commands_refused).c_str(), grouped(st.restore_fallbacks).c_str());
   std::fprintf(out, "\n");
   std::fprintf(out, "  bytes moved  %s (all ranks; this rank: rows %s, pages %s)\n", bytes(moved).c_str(),
                bytes(static_cast<double>(st.row_bytes_moved)).c_str(),
                bytes(static_cast<double>(st.page_bytes_moved)).c_str());
-  std::fprintf(out, "  time/step    transfer (one rank: validate_and_apply; more: validate + combine + apply) mean %s, p50 %s, p99 %s, max %s; whole step mean %s, p99 %s\n",
+  std::fprintf(out,
+               "  time/step    transfer (one rank: validate_and_apply; more: validate + combine + apply) mean %s, p50 "
+               "%s, p99 %s, max %s; whole step mean %s, p99 %s\n",
                us(tr.mean).c_str(), us(tr.p50).c_str(), us(tr.p99).c_str(), us(tr.max).c_str(), us(sp.mean).c_str(),
                us(sp.p99).c_str());
-  std::fprintf(out, "  bandwidth    %.2f GB/s through the transfers (%.2f s of %.2f s; model writes %.2f s, verify %.2f s)\n",
-               st.transfer_s > 0 ? moved / st.transfer_s / 1e9 : 0.0, st.transfer_s, st.wall_s, st.model_s, st.verify_s);
+  std::fprintf(
+      out, "  bandwidth    %.2f GB/s through the transfers (%.2f s of %.2f s; model writes %.2f s, verify %.2f s)\n",
+      st.transfer_s > 0 ? moved / st.transfer_s / 1e9 : 0.0, st.transfer_s, st.wall_s, st.model_s, st.verify_s);
   if (c.verify)
-    std::fprintf(out, "  verify       %s: %s steps checked against the contract's oracle (%s full cache comparisons)%s%s\n",
+    std::fprintf(out,
+                 "  verify       %s: %s steps checked against the contract's oracle (%s full cache comparisons)%s%s\n",
                  st.verify_ok ? "OK" : "FAILED", grouped(st.verify_steps).c_str(), grouped(st.verify_full).c_str(),
                  st.verify_ok ? "" : "\n               ", st.verify_ok ? "" : st.verify_message.c_str());
   else
@@ -211,17 +220,17 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
                  {"restored", st.restored_tokens},
                  {"prefill_computed", st.prefill_tokens},
                  {"decoded", st.decode_tokens}};
-  j["prefix_cache"] = {{"hits", st.hits},
-                       {"misses", st.misses},
-                       {"hit_rate", st.admitted > 0 ? static_cast<double>(st.hits) / static_cast<double>(st.admitted) : 0.0},
-                       {"token_hit_rate", st.prompt_tokens > 0 ? static_cast<double>(st.restored_tokens) /
-                                                                     static_cast<double>(st.prompt_tokens)
-                                                               : 0.0},
-                       {"published_at_end", st.cache_published},
-                       {"evictions", st.cache_evictions},
-                       {"reservations", st.cache_reservations},
-                       {"reservations_refused", st.cache_refused},
-                       {"released_after_failure", st.cache_releases}};
+  j["prefix_cache"] = {
+      {"hits", st.hits},
+      {"misses", st.misses},
+      {"hit_rate", st.admitted > 0 ? static_cast<double>(st.hits) / static_cast<double>(st.admitted) : 0.0},
+      {"token_hit_rate",
+       st.prompt_tokens > 0 ? static_cast<double>(st.restored_tokens) / static_cast<double>(st.prompt_tokens) : 0.0},
+      {"published_at_end", st.cache_published},
+      {"evictions", st.cache_evictions},
+      {"reservations", st.cache_reservations},
+      {"reservations_refused", st.cache_refused},
+      {"released_after_failure", st.cache_releases}};
   json kinds;
   for (int k = 0; k < 3; ++k)
     kinds[kind_name(k)] = {{"issued", st.issued[k]}, {"applied", st.applied[k]}, {"failed", st.failed[k]}};
@@ -231,7 +240,8 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
                    {"completion_snapshots", st.completion_snapshots},
                    {"restore_fallbacks", st.restore_fallbacks}};
   json errors;
-  for (int code = 0; code < 8; ++code) errors[code < 7 ? statexfer::command_error_name(code) : "other"] = st.errors[code];
+  for (int code = 0; code < 8; ++code)
+    errors[code < 7 ? statexfer::command_error_name(code) : "other"] = st.errors[code];
   j["errors_by_code"] = errors;
   json faults = json::array();
   for (const Fault& f : info.faults)
@@ -250,16 +260,13 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
   auto timing = [](const Summary& s) {
     return json{{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
   };
-  j["time"] = {{"wall_s", st.wall_s},
-               {"transfer_s", st.transfer_s},
-               {"model_s", st.model_s},
-               {"verify_s", st.verify_s},
-               {"transfer_us_per_step", timing(tr)},
-               {"step_us", timing(sp)}};
-  j["throughput"] = {{"requests_per_s", st.wall_s > 0 ? static_cast<double>(st.completed) / st.wall_s : 0.0},
-                     {"commands_per_s", st.wall_s > 0 ? static_cast<double>(cmds) / st.wall_s : 0.0},
-                     {"steps_per_s", st.wall_s > 0 ? static_cast<double>(st.steps) / st.wall_s : 0.0},
-                     {"transfer_gb_per_s", st.transfer_s > 0 ? static_cast<double>(st.total_bytes_moved) / st.transfer_s / 1e9 : 0.0}};
+  j["time"] = {{"wall_s", st.wall_s},     {"transfer_s", st.transfer_s},        {"model_s", st.model_s},
+               {"verify_s", st.verify_s}, {"transfer_us_per_step", timing(tr)}, {"step_us", timing(sp)}};
+  j["throughput"] = {
+      {"requests_per_s", st.wall_s > 0 ? static_cast<double>(st.completed) / st.wall_s : 0.0},
+      {"commands_per_s", st.wall_s > 0 ? static_cast<double>(cmds) / st.wall_s : 0.0},
+      {"steps_per_s", st.wall_s > 0 ? static_cast<double>(st.steps) / st.wall_s : 0.0},
+      {"transfer_gb_per_s", st.transfer_s > 0 ? static_cast<double>(st.total_bytes_moved) / st.transfer_s / 1e9 : 0.0}};
   j["verify"] = {{"enabled", c.verify},
                  {"ok", st.verify_ok},
                  {"steps_checked", st.verify_steps},
@@ -284,8 +291,10 @@ bool plot_steps(const Stats& st, const std::string& png, const std::string& scri
     }
   }
   if (python.empty()) {
-    std::fprintf(stderr, "statexfer-sim: warning: no Python with matplotlib (tried $STATEXFER_PYTHON, python3, "
-                         "/usr/bin/python3); --plot %s skipped\n", png.c_str());
+    std::fprintf(stderr,
+                 "statexfer-sim: warning: no Python with matplotlib (tried $STATEXFER_PYTHON, python3, "
+                 "/usr/bin/python3); --plot %s skipped\n",
+                 png.c_str());
     return false;
   }
   const std::string cmd = "'" + python + "' '" + script + "' '" + png + "'";

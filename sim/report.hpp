@@ -32,8 +32,8 @@ struct RunInfo {
   SimConfig config;
   SyntheticOptions synthetic;
   const Workload* workload = nullptr;
-  std::string kokkos;       ///< backend and concurrency
-  std::int64_t width = 0;   ///< page-table width W
+  std::string kokkos;      ///< backend and concurrency
+  std::int64_t width = 0;  ///< page-table width W
   std::vector<Fault> faults;
 };
 

@@ -23,20 +23,20 @@ struct Fault {
 
 struct SimConfig {
   // Pool and model geometry (whole model; each rank holds a shard).
-  std::int64_t capacity = 64;          ///< request slots = command capacity C
-  std::int64_t snapshot_rows = 256;    ///< rows of the prefix cache
+  std::int64_t capacity = 64;        ///< request slots = command capacity C
+  std::int64_t snapshot_rows = 256;  ///< rows of the prefix cache
   std::int64_t page_tokens = 16;
-  std::int64_t row_bytes = 32768;      ///< recurrent (SSM + conv) state bytes per row
+  std::int64_t row_bytes = 32768;  ///< recurrent (SSM + conv) state bytes per row
   std::int64_t kv_planes = 2;
-  std::int64_t kv_token_bytes = 128;   ///< per token and attention plane
+  std::int64_t kv_token_bytes = 128;  ///< per token and attention plane
   std::int64_t draft_planes = 1;
   std::int64_t draft_token_bytes = 64;
-  std::int64_t scratch_bytes = 64;     ///< excluded region (engine scratch, never copied)
-  std::int64_t pages = 0;              ///< physical pages per cache; 0: capacity x page-table width
+  std::int64_t scratch_bytes = 64;  ///< excluded region (engine scratch, never copied)
+  std::int64_t pages = 0;           ///< physical pages per cache; 0: capacity x page-table width
   // Scheduling.
-  std::int64_t chunk = 512;            ///< prefill tokens per request and step
-  std::int64_t step_tokens = 8192;     ///< tokens per step over all requests
-  std::int64_t lookahead = 256;        ///< requests the admission scans for one whose parent is done
+  std::int64_t chunk = 512;         ///< prefill tokens per request and step
+  std::int64_t step_tokens = 8192;  ///< tokens per step over all requests
+  std::int64_t lookahead = 256;     ///< requests the admission scans for one whose parent is done
   bool completion_snapshots = true;
   // Run.
   bool verify = false;
@@ -45,7 +45,7 @@ struct SimConfig {
   bool combine = true;                  ///< tensor parallel: combine errors (off only to show why it is needed)
   std::vector<Fault> faults;
   int tp = 1;
-  std::int64_t max_steps = 0;           ///< stop after N steps (0: run to completion)
+  std::int64_t max_steps = 0;  ///< stop after N steps (0: run to completion)
 };
 
 }  // namespace statexfer::sim

@@ -18,12 +18,11 @@ struct Stats {
   // Commands.
   std::array<std::int64_t, 3> issued{}, applied{}, failed{};
   std::int64_t checkpoint_snapshots = 0, completion_snapshots = 0, restore_fallbacks = 0;
-  std::array<std::int64_t, 8> errors{};  ///< by combined code 0..6; 7: other
+  std::array<std::int64_t, 8> errors{};                    ///< by combined code 0..6; 7: other
   std::int64_t row_bytes_moved = 0, page_bytes_moved = 0;  ///< this rank's shard
   std::int64_t total_bytes_moved = 0;                      ///< all ranks
   // Prefix cache.
-  std::int64_t cache_published = 0, cache_evictions = 0, cache_reservations = 0, cache_refused = 0,
-               cache_releases = 0;
+  std::int64_t cache_published = 0, cache_evictions = 0, cache_reservations = 0, cache_refused = 0, cache_releases = 0;
   // Faults.
   std::int64_t faults_injected = 0, fault_commands_refused = 0, faults_missed = 0;
   // Verification.

@@ -117,7 +117,8 @@ class Verifier {
     auto fold = [&](const std::vector<std::int32_t>& table_view) {
       const std::vector<std::int32_t> v =
           replica_.oracle().validate(commands.view, replica_.memory(table_view.data(), draft_tables.data()));
-      for (std::size_t i = 0; i < count; ++i) expected[i] = first ? v[i] : statexfer::combine_error_codes(expected[i], v[i]);
+      for (std::size_t i = 0; i < count; ++i)
+        expected[i] = first ? v[i] : statexfer::combine_error_codes(expected[i], v[i]);
       first = false;
     };
     if (static_cast<int>(faulted_ranks.size()) < comm_.size) fold(tables);

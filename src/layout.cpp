@@ -39,7 +39,8 @@ DType dtype_from_string(std::string_view name) {
 StateLayout::StateLayout(std::vector<Region> regions, std::int64_t row_bytes)
     : regions_(std::move(regions)), row_bytes_(row_bytes) {
   const std::string who = "statexfer::StateLayout: ";
-  if (row_bytes_ <= 0) throw std::invalid_argument(who + "row_bytes must be positive, got " + std::to_string(row_bytes_));
+  if (row_bytes_ <= 0)
+    throw std::invalid_argument(who + "row_bytes must be positive, got " + std::to_string(row_bytes_));
   for (std::size_t i = 0; i < regions_.size(); ++i) {
     const Region& r = regions_[i];
     if (r.name.empty()) throw std::invalid_argument(who + "region " + std::to_string(i) + " has an empty name");

@@ -47,7 +47,8 @@ std::vector<WorkItem> build_work_map(std::int64_t row_bytes,
     push_tiles(items, work_row, it->first, std::min(next->first, row_bytes), binding, part, tile);
   }
   for (const auto& b : bindings)
-    for (std::int32_t part = 0; part < b.parts; ++part) push_tiles(items, work_page, 0, b.page_bytes, b.binding, part, tile);
+    for (std::int32_t part = 0; part < b.parts; ++part)
+      push_tiles(items, work_page, 0, b.page_bytes, b.binding, part, tile);
   return items;
 }
 

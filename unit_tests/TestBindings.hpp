@@ -39,7 +39,8 @@ inline CaseOutputs unchanged(const Case& c, const std::vector<std::int32_t>& cod
   for (std::size_t i = 0; i < codes.size(); ++i) ft::put<std::int32_t>(errors, static_cast<std::int64_t>(i), codes[i]);
   out.errors = errors;
   out.backing = c.arrays.at("backing");
-  for (const std::string& name : statexfer::test::binding_names(c.spec)) out.caches[name] = c.arrays.at("cache_" + name);
+  for (const std::string& name : statexfer::test::binding_names(c.spec))
+    out.caches[name] = c.arrays.at("cache_" + name);
   return out;
 }
 
@@ -63,8 +64,8 @@ inline void zero_row(CaseOutputs& out, const Case& c, std::int64_t dst) {
     if (!excluded_byte(c, b)) byte_of(out, c, dst, b) = 0;
 }
 // `n` bytes of cache page `page` into row `row` at `offset`, and back.
-inline void cache_to_row(CaseOutputs& out, const Case& c, const std::string& name, std::int64_t page,
-                         std::int64_t row, std::int64_t offset, std::int64_t n) {
+inline void cache_to_row(CaseOutputs& out, const Case& c, const std::string& name, std::int64_t page, std::int64_t row,
+                         std::int64_t offset, std::int64_t n) {
   auto& cache = out.caches.at(name);
   ASSERT_EQ(cache.shape.at(1), n);
   for (std::int64_t b = 0; b < n; ++b)
@@ -119,8 +120,12 @@ inline ft::CaseConfig base_config() {
 TEST(TEST_CATEGORY, bindings_excluded_regions) {
   using namespace bindings;
   ft::CaseConfig cfg = base_config();
-  cfg.regions = {{"consumed_tokens", 8, i64, 8}, {"ssm", 13, u8, 1},  {"scratch", 7, u8, 1},
-                 {"kv_a", 5, u8, 4},             {"kv_b", 5, u8, 1},  {"conv", 3, u8, 16}};
+  cfg.regions = {{"consumed_tokens", 8, i64, 8},
+                 {"ssm", 13, u8, 1},
+                 {"scratch", 7, u8, 1},
+                 {"kv_a", 5, u8, 4},
+                 {"kv_b", 5, u8, 1},
+                 {"conv", 3, u8, 16}};
   cfg.row_pad = 8;
   cfg.pages = {"kv_a", "kv_b"};
   cfg.excluded_regions = {"scratch", "kv_b"};
@@ -168,15 +173,15 @@ TEST(TEST_CATEGORY, bindings_excluded_regions) {
 TEST(TEST_CATEGORY, bindings_several_page_sizes) {
   using namespace bindings;
   ft::CaseConfig cfg = base_config();
-  cfg.regions = {{"consumed_tokens", 8, i64, 8}, {"ssm", 11, u8, 1}, {"kv_a", 7, u8, 1},
-                 {"kv_b", 7, u8, 16},            {"kv_c", 3, u8, 4}};
+  cfg.regions = {
+      {"consumed_tokens", 8, i64, 8}, {"ssm", 11, u8, 1}, {"kv_a", 7, u8, 1}, {"kv_b", 7, u8, 16}, {"kv_c", 3, u8, 4}};
   cfg.pages = {"kv_a", "kv_b", "kv_c"};
   Case c = ft::make_case(cfg);
   ft::set_table(c, 3, 1, table(c, 0, 1));
-  ft::add_snapshot(c, 0, 5, 5);   // partial page tables[0][1]
-  ft::add_restore(c, 1, 6, 3);    // partial page tables[1][0]
-  ft::add_restore(c, 2, 7, 8);    // at a page boundary: row only
-  ft::add_snapshot(c, 3, 8, 7);   // shares tables[0][1] with the first snapshot: allowed
+  ft::add_snapshot(c, 0, 5, 5);  // partial page tables[0][1]
+  ft::add_restore(c, 1, 6, 3);   // partial page tables[1][0]
+  ft::add_restore(c, 2, 7, 8);   // at a page boundary: row only
+  ft::add_snapshot(c, 3, 8, 7);  // shares tables[0][1] with the first snapshot: allowed
   ASSERT_EQ(table(c, 3, 1), table(c, 0, 1));
 
   CaseOutputs want = unchanged(c, {0, 0, 0, 0});
@@ -218,20 +223,21 @@ TEST(TEST_CATEGORY, bindings_trailing_endpoints) {
   };
   // part 0: end > 1 and end / PT >= 1; part 1: end > 1 and end % PT >= 2.
   const std::vector<Point> points = {
-      {4, 1, false, false, true}, {4, 2, false, true, true},  {4, 3, false, true, true},
-      {4, 4, true, false, false}, {4, 5, true, false, true},  {4, 6, true, true, true},
-      {4, 7, true, true, true},   {4, 8, true, false, false}, {4, 9, true, false, true},
-      {4, 10, true, true, true},  {4, 11, true, true, true},  {4, 12, true, false, false},
-      {1, 1, false, false, false}, {1, 2, true, false, false}, {1, 3, true, false, false},
-      {2, 1, false, false, true}, {2, 2, true, false, false}, {2, 3, true, false, true},
-      {2, 6, true, false, false}, {3, 2, false, true, true},  {3, 5, true, true, true},
-      {3, 7, true, false, true},  {3, 9, true, false, false},
+      {4, 1, false, false, true},  {4, 2, false, true, true},  {4, 3, false, true, true},  {4, 4, true, false, false},
+      {4, 5, true, false, true},   {4, 6, true, true, true},   {4, 7, true, true, true},   {4, 8, true, false, false},
+      {4, 9, true, false, true},   {4, 10, true, true, true},  {4, 11, true, true, true},  {4, 12, true, false, false},
+      {1, 1, false, false, false}, {1, 2, true, false, false}, {1, 3, true, false, false}, {2, 1, false, false, true},
+      {2, 2, true, false, false},  {2, 3, true, false, true},  {2, 6, true, false, false}, {3, 2, false, true, true},
+      {3, 5, true, true, true},    {3, 7, true, false, true},  {3, 9, true, false, false},
   };
   for (const Point& p : points) {
     ft::CaseConfig cfg = base_config();
     cfg.page_tokens = p.pt;
-    cfg.regions = {{"consumed_tokens", 8, i64, 8}, {"ssm", 9, u8, 1}, {"kv_a", 6, u8, 1},
-                   {"draft", 6, u8, 1},            {"draft_b", 10, u8, 4}};
+    cfg.regions = {{"consumed_tokens", 8, i64, 8},
+                   {"ssm", 9, u8, 1},
+                   {"kv_a", 6, u8, 1},
+                   {"draft", 6, u8, 1},
+                   {"draft_b", 10, u8, 4}};
     cfg.pages = {"kv_a"};
     cfg.trailing_pages = {"draft", "draft_b"};
     cfg.salt = p.pt * 100 + p.end;
@@ -376,8 +382,8 @@ TEST(TEST_CATEGORY, bindings_error_codes) {
   {  // capacities above the real counts are capped at the pool's rows and the caches' pages
     Case c = plain();
     ft::set_memory_capacity(c, 1000, 1000);
-    ft::set_state_row(c, 2, 10);  // == rows
-    ft::set_table(c, 3, 0, 16);   // == P
+    ft::set_state_row(c, 2, 10);    // == rows
+    ft::set_table(c, 3, 0, 16);     // == P
     ft::add_snapshot(c, 0, 10, 4);  // destination == rows
     ft::add_restore(c, 1, 6, 4);    // applies
     ft::add_reset(c, 2);            // live row 10 does not exist
@@ -389,10 +395,10 @@ TEST(TEST_CATEGORY, bindings_error_codes) {
   {  // ... and the last real row and page remain usable
     Case c = plain();
     ft::set_memory_capacity(c, 11, 17);
-    ft::set_table(c, 0, 1, 15);     // == P - 1
-    ft::add_snapshot(c, 0, 9, 5);   // destination == rows - 1
+    ft::set_table(c, 0, 1, 15);    // == P - 1
+    ft::add_snapshot(c, 0, 9, 5);  // destination == rows - 1
     ft::set_state_row(c, 1, 9 - 1);
-    ft::add_restore(c, 1, 5, 4);    // into live row 8
+    ft::add_restore(c, 1, 5, 4);  // into live row 8
     CaseOutputs want = none_applied(c, {0, 0, 0, 0});
     copy_row(want, c, 1, 9);
     copy_row(want, c, 5, 8);

@@ -55,8 +55,7 @@ TEST(TEST_CATEGORY, conformance_cases) {
       const ft::CaseOutputs reference = statexfer::test::reference_run(c);
       const ft::Comparison ref = ft::compare_outputs(reference, c.expected);
       if (!ref.identical()) ++reference_failures;
-      EXPECT_TRUE(ref.identical()) << "host reference on " << dir.filename() << ": "
-                                   << statexfer::test::describe(ref);
+      EXPECT_TRUE(ref.identical()) << "host reference on " << dir.filename() << ": " << statexfer::test::describe(ref);
 
       const ft::NpyArray& errors = *c.expected.errors;
       const std::int32_t count = statexfer::test::num_ops(c);
@@ -76,9 +75,9 @@ TEST(TEST_CATEGORY, conformance_cases) {
 
   RecordProperty("cases_checked", checked);
   RecordProperty("applied_copies", static_cast<int>(applied_copies));
-  std::printf("[conformance] %s: %d cases checked, %d library mismatches, %d reference mismatches, %lld applied copies\n",
-              TEST_EXECSPACE::name(), checked, library_failures, reference_failures,
-              static_cast<long long>(applied_copies));
+  std::printf(
+      "[conformance] %s: %d cases checked, %d library mismatches, %d reference mismatches, %lld applied copies\n",
+      TEST_EXECSPACE::name(), checked, library_failures, reference_failures, static_cast<long long>(applied_copies));
   EXPECT_GE(checked, 200);
 }
 

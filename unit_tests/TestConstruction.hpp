@@ -59,7 +59,7 @@ struct CtorArgs {
   cache_view kv, draft, meta;
 
   explicit CtorArgs(std::int64_t capacity = 4, StateLayout layout = statexfer::test::test_layout(),
-                 std::int64_t rows = -1)
+                    std::int64_t rows = -1)
       : c(capacity) {
     pool = statexfer::StatePool<Exec>(layout, rows < 0 ? c + 4 : rows, 16);
     fill_pool();
@@ -99,9 +99,12 @@ struct Image {
 
 inline Image image_of(const CtorArgs& s) {
   Exec().fence();
-  return {statexfer::test::download(s.pool.backing()),    statexfer::test::download(s.kv),
-          statexfer::test::download(s.draft),             statexfer::test::download(s.meta),
-          statexfer::test::download(s.commands.errors),   statexfer::test::download(s.commands.num_ops),
+  return {statexfer::test::download(s.pool.backing()),
+          statexfer::test::download(s.kv),
+          statexfer::test::download(s.draft),
+          statexfer::test::download(s.meta),
+          statexfer::test::download(s.commands.errors),
+          statexfer::test::download(s.commands.num_ops),
           statexfer::test::download(s.commands.request_slots)};
 }
 
@@ -213,7 +216,7 @@ TEST(TEST_CATEGORY, construction_allocated_commands_initial_values) {
   EXPECT_EQ(statexfer::test::download(c.num_ops), std::vector<std::int32_t>(1, 0));
   EXPECT_EQ(statexfer::test::download(c.errors), std::vector<std::int32_t>(8, 0));
   const auto buffers = c.buffers();
-  const std::vector<std::string> names = {"state_request_slots", "state_source_slots", "state_destination_slots",
+  const std::vector<std::string> names = {"state_request_slots", "state_source_slots",      "state_destination_slots",
                                           "state_operation",     "state_expected_consumed", "state_num_ops"};
   ASSERT_EQ(buffers.size(), names.size());
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -364,8 +367,8 @@ TEST(TEST_CATEGORY, construction_page_tables) {
 TEST(TEST_CATEGORY, construction_state_rows) {
   for (auto shape : {std::pair<int, int>{4, 7}, {4, 9}, {8, 8}, {2, 8}, {0, 0}}) {
     CtorArgs s;
-    s.config.state_rows = shape.first == 0 ? statexfer::StateRows<Exec>()
-                                           : statexfer::StateRows<Exec>("r", shape.first, shape.second);
+    s.config.state_rows =
+        shape.first == 0 ? statexfer::StateRows<Exec>() : statexfer::StateRows<Exec>("r", shape.first, shape.second);
     EXPECT_TRUE(rejects(s, {"state_rows", "[4, 8]"})) << shape.first << "x" << shape.second;
   }
 }
@@ -399,10 +402,8 @@ TEST(TEST_CATEGORY, construction_request_state) {
     s.config.requests.consumed_tokens = Kokkos::subview(wide, Kokkos::ALL(), std::make_pair(2, 4));
     EXPECT_TRUE(accepts(s));
   }
-  EXPECT_TRUE(throws_naming<std::invalid_argument>([] { statexfer::RequestState<Exec>::allocate(-1); },
-                                                   {"capacity"}));
-  EXPECT_TRUE(throws_naming<std::invalid_argument>([] { statexfer::RequestState<Exec>::allocate(4, 0); },
-                                                   {"columns"}));
+  EXPECT_TRUE(throws_naming<std::invalid_argument>([] { statexfer::RequestState<Exec>::allocate(-1); }, {"capacity"}));
+  EXPECT_TRUE(throws_naming<std::invalid_argument>([] { statexfer::RequestState<Exec>::allocate(4, 0); }, {"columns"}));
 }
 
 // ------------------------------------------------------------------ consumed_tokens
@@ -509,10 +510,8 @@ TEST(TEST_CATEGORY, construction_cache_page_bytes) {
 }
 
 TEST(TEST_CATEGORY, construction_odd_trailing_region) {
-  const StateLayout layout({{"consumed_tokens", 0, 8, DType::int64},
-                            {"kv", 16, 16, DType::uint8},
-                            {"odd", 32, 15, DType::uint8}},
-                           48);
+  const StateLayout layout(
+      {{"consumed_tokens", 0, 8, DType::int64}, {"kv", 16, 16, DType::uint8}, {"odd", 32, 15, DType::uint8}}, 48);
   CtorArgs s(4, layout);
   s.with_trailing();
   s.config.trailing_pages = {{"odd", patterned_cache("odd", 16, 7, 5)}};
@@ -627,7 +626,8 @@ TEST(TEST_CATEGORY, construction_overlapping_caches) {
   {
     CtorArgs s;
     cache_view storage("storage", 32, 16);
-    s.config.pages = {{"kv", cache_view(storage.data(), 16, 16)}, {"meta", cache_view(storage.data() + 8 * 16, 16, 16)}};
+    s.config.pages = {{"kv", cache_view(storage.data(), 16, 16)},
+                      {"meta", cache_view(storage.data() + 8 * 16, 16, 16)}};
     EXPECT_TRUE(rejects(s, {"'kv'", "'meta'", "overlap"}));
     // One byte of overlap is enough.
     s.config.pages = {{"kv", cache_view(storage.data(), 16, 16)}, {"meta", cache_view(storage.data() + 255, 16, 16)}};
@@ -827,10 +827,10 @@ TEST(TEST_CATEGORY, construction_state_layout_errors) {
 
 TEST(TEST_CATEGORY, construction_state_pool_errors) {
   const StateLayout layout = statexfer::test::test_layout();
-  EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { (void)statexfer::StatePool<Exec>(layout, -1, 4); },
-                                                   {"rows", "-1"}));
-  EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { (void)statexfer::StatePool<Exec>(layout, 4, -2); },
-                                                   {"pages", "-2"}));
+  EXPECT_TRUE(
+      throws_naming<std::invalid_argument>([&] { (void)statexfer::StatePool<Exec>(layout, -1, 4); }, {"rows", "-1"}));
+  EXPECT_TRUE(
+      throws_naming<std::invalid_argument>([&] { (void)statexfer::StatePool<Exec>(layout, 4, -2); }, {"pages", "-2"}));
   statexfer::StatePool<Exec>::capacity_view capacity("capacity", 2);
   EXPECT_TRUE(throws_naming<std::invalid_argument>(
       [&] { (void)statexfer::StatePool<Exec>(layout, statexfer::StatePool<Exec>::backing_view("b", 8, 81), capacity); },
@@ -838,7 +838,7 @@ TEST(TEST_CATEGORY, construction_state_pool_errors) {
   EXPECT_TRUE(throws_naming<std::invalid_argument>(
       [&] {
         (void)statexfer::StatePool<Exec>(layout, statexfer::StatePool<Exec>::backing_view("b", 8, 80),
-                                   statexfer::StatePool<Exec>::capacity_view("c", 3));
+                                         statexfer::StatePool<Exec>::capacity_view("c", 3));
       },
       {"memory_capacity", "[3]"}));
   // The allocating constructor zeroes rows and sets the capacity to {rows, pages}.
@@ -884,7 +884,8 @@ TEST(TEST_CATEGORY, construction_validate_and_apply_before_prepare) {
   const Image before = image_of(s);
   EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.validate(Exec()); }, {"validate", "prepare"}));
   EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.apply(Exec()); }, {"apply", "prepare"}));
-  EXPECT_TRUE(throws_naming<std::logic_error>([&] { t.validate_and_apply(Exec()); }, {"validate_and_apply", "prepare"}));
+  EXPECT_TRUE(
+      throws_naming<std::logic_error>([&] { t.validate_and_apply(Exec()); }, {"validate_and_apply", "prepare"}));
   EXPECT_TRUE(image_of(s) == before) << "validate()/apply()/validate_and_apply() before prepare() wrote memory";
   // A moved-from-and-back transfer keeps its state.
   statexfer::PreparedStateTransfer<Exec> moved(std::move(t));
@@ -909,7 +910,8 @@ TEST(TEST_CATEGORY, construction_views_without_memory) {
   }
   {
     CtorArgs s;
-    s.pool = statexfer::StatePool<Exec>(layout, s.pool.backing(), capacity_view(static_cast<std::int64_t*>(nullptr), 2));
+    s.pool =
+        statexfer::StatePool<Exec>(layout, s.pool.backing(), capacity_view(static_cast<std::int64_t*>(nullptr), 2));
     EXPECT_TRUE(rejects(s, {"memory_capacity", "no memory"}));
   }
   {
@@ -924,8 +926,8 @@ TEST(TEST_CATEGORY, construction_views_without_memory) {
   }
   {
     CtorArgs s;
-    s.config.requests.consumed_tokens =
-        Kokkos::View<std::int64_t**, Kokkos::LayoutRight, Exec::memory_space>(static_cast<std::int64_t*>(nullptr), 4, 1);
+    s.config.requests.consumed_tokens = Kokkos::View<std::int64_t**, Kokkos::LayoutRight, Exec::memory_space>(
+        static_cast<std::int64_t*>(nullptr), 4, 1);
     EXPECT_TRUE(rejects(s, {"requests.consumed_tokens", "no memory"}));
   }
   {
@@ -944,10 +946,8 @@ TEST(TEST_CATEGORY, construction_views_without_memory) {
 TEST(TEST_CATEGORY, construction_padded_caches) {
   // apply() addresses cache page p at data() + p * page_bytes: a LayoutRight View
   // with padded rows would make it read and write the wrong bytes.
-  const StateLayout layout({{"consumed_tokens", 0, 8, DType::int64},
-                            {"kv", 8, 300, DType::uint8},
-                            {"draft", 308, 600, DType::uint8}},
-                           912);
+  const StateLayout layout(
+      {{"consumed_tokens", 0, 8, DType::int64}, {"kv", 8, 300, DType::uint8}, {"draft", 308, 600, DType::uint8}}, 912);
   const cache_view padded(Kokkos::view_alloc("padded_kv", Kokkos::AllowPadding), 16, 300);
   const cache_view padded_half(Kokkos::view_alloc("padded_draft", Kokkos::AllowPadding), 16, 300);
   if (padded.span_is_contiguous()) GTEST_SKIP() << "this Kokkos does not pad [16, 300] uint8 Views";
@@ -990,8 +990,8 @@ TEST(TEST_CATEGORY, construction_largest_endpoint_fits_in_int64) {
 // the real rows and cache pages (the seed trusts it and would read and write past
 // the pool and the caches). Checked here through the API on every backend.
 TEST(TEST_CATEGORY, construction_memory_capacity_is_clamped_on_the_device) {
-  for (const std::int64_t cap : {std::int64_t(16), std::int64_t(17), std::int64_t(1000),
-                                 std::numeric_limits<std::int64_t>::max()}) {
+  for (const std::int64_t cap :
+       {std::int64_t(16), std::int64_t(17), std::int64_t(1000), std::numeric_limits<std::int64_t>::max()}) {
     SCOPED_TRACE("memory capacity " + std::to_string(cap));
     CtorArgs s(4, statexfer::test::test_layout(), 8);  // rows 0..7, kv pages 0..15
     auto t = s.make();

@@ -76,8 +76,11 @@ inline Config make_config(Rng& rng, int index) {
   const bool excluded = unit(rng) < 0.4;
   cfg.regions.push_back({"consumed_tokens", 8, statexfer::DType::int64, 8});
   auto align = [&] { return choice<std::int64_t>(rng, {1, 1, 4, 16}); };
-  cfg.regions.push_back({"ssm", uniform(rng, 1, std::max<std::int64_t>(1, budget / 3)), statexfer::DType::uint8, align()});
-  if (unit(rng) < 0.5) cfg.regions.push_back({"conv", uniform(rng, 1, std::max<std::int64_t>(1, budget / 6)), statexfer::DType::uint8, align()});
+  cfg.regions.push_back(
+      {"ssm", uniform(rng, 1, std::max<std::int64_t>(1, budget / 3)), statexfer::DType::uint8, align()});
+  if (unit(rng) < 0.5)
+    cfg.regions.push_back(
+        {"conv", uniform(rng, 1, std::max<std::int64_t>(1, budget / 6)), statexfer::DType::uint8, align()});
   const std::int64_t pb1 = choice<std::int64_t>(rng, {1, 7, 16, 33, 64, 100});
   const std::int64_t pb2 = choice<std::int64_t>(rng, {3, 32, 61, 128});
   const std::int64_t npages = uniform(rng, 1, 3);
@@ -90,7 +93,8 @@ inline Config make_config(Rng& rng, int index) {
     cfg.pages.push_back(name);
   }
   if (trailing) {
-    cfg.regions.push_back({"draft", 2 * choice<std::int64_t>(rng, {1, 2, 8, 13, 64}), statexfer::DType::uint8, align()});
+    cfg.regions.push_back(
+        {"draft", 2 * choice<std::int64_t>(rng, {1, 2, 8, 13, 64}), statexfer::DType::uint8, align()});
     cfg.trailing_pages.push_back("draft");
     if (unit(rng) < 0.2) {
       cfg.regions.push_back({"draft_b", 2 * choice<std::int64_t>(rng, {3, 8}), statexfer::DType::uint8, align()});
@@ -102,7 +106,8 @@ inline Config make_config(Rng& rng, int index) {
     cfg.excluded_regions.push_back("scratch");
     if (cfg.pages.size() > 1 && unit(rng) < 0.3) cfg.excluded_regions.push_back(cfg.pages.back());
     if (trailing && cfg.trailing_pages.size() > 1 && unit(rng) < 0.5) cfg.excluded_regions.push_back("draft_b");
-    if (trailing && cfg.trailing_pages.size() == 1 && unit(rng) < 0.2) cfg.excluded_regions.push_back("draft");  // none left
+    if (trailing && cfg.trailing_pages.size() == 1 && unit(rng) < 0.2)
+      cfg.excluded_regions.push_back("draft");  // none left
   }
   // Region order: shuffle all but consumed_tokens now and then (layout order is free).
   if (unit(rng) < 0.3) std::shuffle(cfg.regions.begin() + 1, cfg.regions.end(), rng);
@@ -135,7 +140,8 @@ inline void random_table(Rng& rng, statexfer::test::NpyArray& table, std::int64_
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), rng);
   for (std::int64_t i = 0; i < n; ++i) {
-    std::int64_t page = collide ? uniform(rng, 0, std::min<std::int64_t>(P, 2) - 1) : perm[static_cast<std::size_t>(i)] % P;
+    std::int64_t page =
+        collide ? uniform(rng, 0, std::min<std::int64_t>(P, 2) - 1) : perm[static_cast<std::size_t>(i)] % P;
     const double bad = unit(rng);
     if (bad < 0.04)
       page = -1;
@@ -158,7 +164,8 @@ inline void randomize_batch(Rng& rng, const Config& cfg, Case& c, int batch) {
   for (std::int64_t r = 0; r < N; ++r) {
     const double u = unit(rng);
     consumed[static_cast<std::size_t>(r)] =
-        u < 0.02 ? choice<std::int64_t>(rng, {-1, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()})
+        u < 0.02 ? choice<std::int64_t>(
+                       rng, {-1, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()})
                  : uniform(rng, 0, max_end);
     ft::set_pool_consumed(c, r, consumed[static_cast<std::size_t>(r)]);
   }
@@ -207,8 +214,8 @@ inline void randomize_batch(Rng& rng, const Config& cfg, Case& c, int batch) {
   else if (u < 0.96)
     count = std::min<std::int64_t>(1, C);
   else
-    count = choice<std::int64_t>(rng, {-1, C + 1, C + 7, std::numeric_limits<std::int32_t>::min(),
-                                       std::numeric_limits<std::int32_t>::max()});
+    count = choice<std::int64_t>(
+        rng, {-1, C + 1, C + 7, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()});
   ft::set_num_ops(c, static_cast<std::int32_t>(count));
 
   // Commands (every row, live or not, so that rows past the count carry junk).
@@ -247,15 +254,18 @@ inline void randomize_batch(Rng& rng, const Config& cfg, Case& c, int batch) {
       op = static_cast<std::int32_t>(uniform(rng, -1, 2));
       end = uniform(rng, -1, W * PT + 3);
       if (unit(rng) < 0.1) {  // extreme values anywhere
-        constexpr std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+        constexpr std::int64_t lo = std::numeric_limits<std::int64_t>::min(),
+                               hi = std::numeric_limits<std::int64_t>::max();
         src = choice<std::int64_t>(rng, {src, lo, hi});
         dst = choice<std::int64_t>(rng, {dst, lo, hi});
         end = choice<std::int64_t>(rng, {end, lo, hi});
         slot = choice<std::int64_t>(rng, {slot, lo, hi});
-        op = choice<std::int32_t>(rng, {op, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()});
+        op = choice<std::int32_t>(
+            rng, {op, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()});
       }
     }
-    if (unit(rng) < 0.04 && end > std::numeric_limits<std::int64_t>::min() && end < std::numeric_limits<std::int64_t>::max())
+    if (unit(rng) < 0.04 && end > std::numeric_limits<std::int64_t>::min() &&
+        end < std::numeric_limits<std::int64_t>::max())
       end += choice<std::int64_t>(rng, {-1, 1});
     ft::set_command(c, i, slot, src, dst, op, end);
   }
@@ -336,11 +346,12 @@ TEST(TEST_CATEGORY, differential_random_batches) {
   RecordProperty("batches", static_cast<int>(stats.batches));
   RecordProperty("applied_copies", static_cast<int>(stats.copies));
   RecordProperty("applied_resets", static_cast<int>(stats.resets));
-  std::printf("[differential] %s: %lld batches in %.2f s, %lld mismatches; applied %lld copies (%lld with trailing "
-              "pages), %lld resets; codes 0..6:",
-              TEST_EXECSPACE::name(), static_cast<long long>(stats.batches), seconds,
-              static_cast<long long>(stats.mismatches), static_cast<long long>(stats.copies),
-              static_cast<long long>(stats.trailing_copies), static_cast<long long>(stats.resets));
+  std::printf(
+      "[differential] %s: %lld batches in %.2f s, %lld mismatches; applied %lld copies (%lld with trailing "
+      "pages), %lld resets; codes 0..6:",
+      TEST_EXECSPACE::name(), static_cast<long long>(stats.batches), seconds, static_cast<long long>(stats.mismatches),
+      static_cast<long long>(stats.copies), static_cast<long long>(stats.trailing_copies),
+      static_cast<long long>(stats.resets));
   for (std::int64_t n : stats.codes) std::printf(" %lld", static_cast<long long>(n));
   std::printf("\n");
 }
@@ -366,7 +377,8 @@ TEST(TEST_CATEGORY, differential_large_rows) {
     cfg.rows = C + 1 + uniform(rng, 1, C + 2);
     cfg.salt = 1000 + ci;
     cfg.regions.push_back({"consumed_tokens", 8, statexfer::DType::int64, 8});
-    cfg.regions.push_back({"ssm", uniform(rng, 20000, 90000), statexfer::DType::uint8, choice<std::int64_t>(rng, {1, 16})});
+    cfg.regions.push_back(
+        {"ssm", uniform(rng, 20000, 90000), statexfer::DType::uint8, choice<std::int64_t>(rng, {1, 16})});
     cfg.regions.push_back({"kv_a", choice<std::int64_t>(rng, {4096, 5003, 8192, 12288}), statexfer::DType::uint8,
                            choice<std::int64_t>(rng, {1, 8, 16})});
     cfg.pages.push_back("kv_a");
@@ -390,8 +402,8 @@ TEST(TEST_CATEGORY, differential_large_rows) {
       mismatches += check.identical ? 0 : 1;
       const std::int32_t count = ft::num_ops(c);
       for (std::int64_t r = 0; r < count && r < C; ++r)
-        copies += ft::get<std::int32_t>(*expected.errors, r) == 0 &&
-                  ft::get<std::int32_t>(c.arrays.at("operation"), r) == 0;
+        copies +=
+            ft::get<std::int32_t>(*expected.errors, r) == 0 && ft::get<std::int32_t>(c.arrays.at("operation"), r) == 0;
     }
   }
   EXPECT_EQ(mismatches, 0);

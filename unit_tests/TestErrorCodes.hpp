@@ -49,8 +49,7 @@ inline std::vector<std::uint8_t> page_of(const std::vector<std::uint8_t>& cache,
 
 // One command alone in a fresh default batch (after `setup`): its code, and no byte written.
 inline void expect_single_rejected(const std::string& name, std::int32_t code, const Command& cmd,
-                                   const std::function<void(ErrorCodesBatch&)>& setup = {},
-                                   BatchOptions options = {}) {
+                                   const std::function<void(ErrorCodesBatch&)>& setup = {}, BatchOptions options = {}) {
   SCOPED_TRACE(name);
   ErrorCodesBatch b(options);
   if (setup) setup(b);
@@ -405,10 +404,10 @@ TEST(TEST_CATEGORY, error_codes_alias_conflict_pages_of_other_rows) {
 // ----------------------------------------------------------------------- code 5
 
 TEST(TEST_CATEGORY, error_codes_invalid_count) {
-  const std::vector<Command> cmds = {snapshot_cmd(0, 1, 5, 6), restore_cmd(1, 6, 2, 6), reset_cmd(2, 3),
-                                     {-1, 1, 5, 9, 3}};
-  for (std::int32_t count : {-1, 5, 64, std::numeric_limits<std::int32_t>::min(),
-                             std::numeric_limits<std::int32_t>::max()}) {
+  const std::vector<Command> cmds = {
+      snapshot_cmd(0, 1, 5, 6), restore_cmd(1, 6, 2, 6), reset_cmd(2, 3), {-1, 1, 5, 9, 3}};
+  for (std::int32_t count :
+       {-1, 5, 64, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()}) {
     SCOPED_TRACE("num_ops " + std::to_string(count));
     ErrorCodesBatch b;
     EXPECT_EQ(b.run(cmds, count), (codes_t{5, 5, 5, 5}));
@@ -516,8 +515,7 @@ TEST(TEST_CATEGORY, error_codes_rows_past_count_are_ignored) {
     SCOPED_TRACE("invalid rows past the count get 0");
     ErrorCodesBatch b;
     const Command first = restore_cmd(1, 6, 2, 6);
-    EXPECT_EQ(b.run({first, {-7, 3, 3, 9, -4}, {0, 1, 5, 2, 6}, snapshot_cmd(2, 3, 6, 6)}, 1),
-              b.codes({0, 0, 0, 0}));
+    EXPECT_EQ(b.run({first, {-7, 3, 3, 9, -4}, {0, 1, 5, 2, 6}, snapshot_cmd(2, 3, 6, 6)}, 1), b.codes({0, 0, 0, 0}));
     EXPECT_TRUE(b.memory_is(b.expect({first})));
   }
   {
@@ -525,8 +523,7 @@ TEST(TEST_CATEGORY, error_codes_rows_past_count_are_ignored) {
     ErrorCodesBatch b;
     b.table(2, 1) = b.table(1, 1);
     const std::vector<Command> live = {snapshot_cmd(0, 1, 5, 6), restore_cmd(1, 6, 2, 6)};
-    EXPECT_EQ(b.run({live[0], live[1], restore_cmd(2, 7, 3, 6), snapshot_cmd(3, 4, 5, 6)}, 2),
-              b.codes({0, 0, 0, 0}));
+    EXPECT_EQ(b.run({live[0], live[1], restore_cmd(2, 7, 3, 6), snapshot_cmd(3, 4, 5, 6)}, 2), b.codes({0, 0, 0, 0}));
     EXPECT_TRUE(b.memory_is(b.expect(live)));
   }
 }
@@ -611,15 +608,18 @@ TEST(TEST_CATEGORY, error_codes_trailing_bytes) {
 TEST(TEST_CATEGORY, error_codes_trailing_invalid_page) {
   BatchOptions o;
   o.trailing = true;
-  expect_single_rejected("part 0 unmapped", 6, snapshot_cmd(0, 1, 5, 6),
-                         [](ErrorCodesBatch& b) { b.trailing_table(0, 0) = -1; }, o);
-  expect_single_rejected("part 1 unmapped", 6, restore_cmd(1, 6, 2, 6),
-                         [](ErrorCodesBatch& b) { b.trailing_table(1, 1) = -1; }, o);
-  expect_single_rejected("part 1 >= PAGES", 6, snapshot_cmd(0, 1, 5, 6), [](ErrorCodesBatch& b) {
-    b.pages_capacity() = 8;
-    b.trailing_table(0, 0) = 0;
-    b.trailing_table(0, 1) = 8;
-  }, o);
+  expect_single_rejected(
+      "part 0 unmapped", 6, snapshot_cmd(0, 1, 5, 6), [](ErrorCodesBatch& b) { b.trailing_table(0, 0) = -1; }, o);
+  expect_single_rejected(
+      "part 1 unmapped", 6, restore_cmd(1, 6, 2, 6), [](ErrorCodesBatch& b) { b.trailing_table(1, 1) = -1; }, o);
+  expect_single_rejected(
+      "part 1 >= PAGES", 6, snapshot_cmd(0, 1, 5, 6),
+      [](ErrorCodesBatch& b) {
+        b.pages_capacity() = 8;
+        b.trailing_table(0, 0) = 0;
+        b.trailing_table(0, 1) = 8;
+      },
+      o);
   {
     SCOPED_TRACE("both parts below a reduced PAGES");
     ErrorCodesBatch b(o);
@@ -630,15 +630,20 @@ TEST(TEST_CATEGORY, error_codes_trailing_invalid_page) {
     EXPECT_EQ(b.run({snap}), b.codes({0}));
     EXPECT_TRUE(b.memory_is(b.expect({snap})));
   }
-  expect_single_rejected("part 0 past the cache while PAGES says more", 6, snapshot_cmd(0, 1, 5, 6),
-                         [](ErrorCodesBatch& b) {
-                           b.pages_capacity() = 1000;
-                           b.trailing_table(0, 0) = 32;
-                         }, o);
-  expect_single_rejected("end 4: part 0 on logical page 0", 6, snapshot_cmd(0, 1, 5, 4), [](ErrorCodesBatch& b) {
-    b.request_consumed(0) = 4;
-    b.trailing_table(0, 0) = -1;
-  }, o);
+  expect_single_rejected(
+      "part 0 past the cache while PAGES says more", 6, snapshot_cmd(0, 1, 5, 6),
+      [](ErrorCodesBatch& b) {
+        b.pages_capacity() = 1000;
+        b.trailing_table(0, 0) = 32;
+      },
+      o);
+  expect_single_rejected(
+      "end 4: part 0 on logical page 0", 6, snapshot_cmd(0, 1, 5, 4),
+      [](ErrorCodesBatch& b) {
+        b.request_consumed(0) = 4;
+        b.trailing_table(0, 0) = -1;
+      },
+      o);
   {
     SCOPED_TRACE("end 5: an unmapped part 1 is not used");
     ErrorCodesBatch b(o);
@@ -937,8 +942,8 @@ TEST(TEST_CATEGORY, error_codes_apply_acts_on_the_validated_plan) {
       upload(b.commands.num_ops, std::vector<std::int32_t>{0});
     } else {
       // Other rows, other endpoints, the rejected row made valid, one more live row.
-      b.upload_commands({snapshot_cmd(0, 1, 9, 5), restore_cmd(1, 7, 2, 6), snapshot_cmd(2, 3, 10, 6),
-                         reset_cmd(3, 4)}, 4);
+      b.upload_commands({snapshot_cmd(0, 1, 9, 5), restore_cmd(1, 7, 2, 6), snapshot_cmd(2, 3, 10, 6), reset_cmd(3, 4)},
+                        4);
       upload(b.commands.errors, codes);
     }
     if (rewrite == 2) {
@@ -958,8 +963,8 @@ TEST(TEST_CATEGORY, error_codes_apply_acts_on_the_validated_plan) {
 
 TEST(TEST_CATEGORY, error_codes_names) {
   using statexfer::CommandError;
-  const char* names[] = {"none", "invalid_operation", "invalid_slots", "invalid_endpoint",
-                         "alias_conflict", "invalid_count", "invalid_page"};
+  const char* names[] = {"none",           "invalid_operation", "invalid_slots", "invalid_endpoint",
+                         "alias_conflict", "invalid_count",     "invalid_page"};
   for (std::int32_t code = 0; code <= 6; ++code) {
     EXPECT_STREQ(statexfer::command_error_name(code), names[code]) << code;
     EXPECT_STREQ(statexfer::to_string(static_cast<CommandError>(code)), names[code]) << code;
@@ -971,8 +976,8 @@ TEST(TEST_CATEGORY, error_codes_names) {
   EXPECT_EQ(static_cast<std::int32_t>(CommandError::alias_conflict), 4);
   EXPECT_EQ(static_cast<std::int32_t>(CommandError::invalid_count), 5);
   EXPECT_EQ(static_cast<std::int32_t>(CommandError::invalid_page), 6);
-  for (std::int32_t code : {-1, 7, 77, std::numeric_limits<std::int32_t>::min(),
-                            std::numeric_limits<std::int32_t>::max()}) {
+  for (std::int32_t code :
+       {-1, 7, 77, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()}) {
     EXPECT_STREQ(statexfer::command_error_name(code), "unknown") << code;
     EXPECT_STREQ(statexfer::to_string(static_cast<CommandError>(code)), "unknown") << code;
   }

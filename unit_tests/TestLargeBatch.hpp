@@ -56,19 +56,23 @@ using statexfer::test::uniform;
 using statexfer::test::unit;
 
 enum class Scenario {
-  mixed,                        // snapshots, restores, resets, noise; valid and colliding tables
-  one_destination,              // every snapshot into one row
-  one_tail_page,                // every partial page on one cache page, snapshots and restores
-  one_trailing_page,            // every trailing page on one cache page, snapshots and restores
-  snapshots_one_page,           // snapshots only, every main and trailing page on one cache page: all apply
-  restores_one_source,          // restores from one snapshot row into every live row: all apply
-  junk_after_count,             // rows past the count collide with the live ones
-  invalid_count,                // count < 0 or > C
+  mixed,                // snapshots, restores, resets, noise; valid and colliding tables
+  one_destination,      // every snapshot into one row
+  one_tail_page,        // every partial page on one cache page, snapshots and restores
+  one_trailing_page,    // every trailing page on one cache page, snapshots and restores
+  snapshots_one_page,   // snapshots only, every main and trailing page on one cache page: all apply
+  restores_one_source,  // restores from one snapshot row into every live row: all apply
+  junk_after_count,     // rows past the count collide with the live ones
+  invalid_count,        // count < 0 or > C
 };
-constexpr std::array<Scenario, 8> all_scenarios = {
-    Scenario::mixed,          Scenario::one_destination,     Scenario::one_tail_page,
-    Scenario::one_trailing_page, Scenario::snapshots_one_page, Scenario::restores_one_source,
-    Scenario::junk_after_count, Scenario::invalid_count};
+constexpr std::array<Scenario, 8> all_scenarios = {Scenario::mixed,
+                                                   Scenario::one_destination,
+                                                   Scenario::one_tail_page,
+                                                   Scenario::one_trailing_page,
+                                                   Scenario::snapshots_one_page,
+                                                   Scenario::restores_one_source,
+                                                   Scenario::junk_after_count,
+                                                   Scenario::invalid_count};
 
 inline const char* name(Scenario s) {
   switch (s) {
@@ -109,7 +113,8 @@ inline Case make_config(Rng& rng, std::int64_t C, bool trailing, std::int64_t ro
     cfg.pages.push_back("kv_b");
   }
   if (trailing) {
-    cfg.regions.push_back({"draft", 2 * choice<std::int64_t>(rng, {1, 2, 5, 8}) * row_scale, statexfer::DType::uint8, 1});
+    cfg.regions.push_back(
+        {"draft", 2 * choice<std::int64_t>(rng, {1, 2, 5, 8}) * row_scale, statexfer::DType::uint8, 1});
     cfg.trailing_pages.push_back("draft");
   }
   if (unit(rng) < 0.3) {
@@ -131,7 +136,7 @@ inline void fill_table(Rng& rng, ft::NpyArray& table, std::int64_t P, int distin
   std::shuffle(perm.begin(), perm.end(), rng);
   const std::int64_t one = uniform(rng, 0, P - 1), two = uniform(rng, 0, P - 1);
   for (std::int64_t i = 0; i < n; ++i) {
-    std::int64_t page = distinct_pages == 0 ? perm[static_cast<std::size_t>(i)] % P
+    std::int64_t page = distinct_pages == 0   ? perm[static_cast<std::size_t>(i)] % P
                         : distinct_pages == 1 ? one
                                               : (unit(rng) < 0.5 ? one : two);
     const double u = unit(rng);
@@ -150,10 +155,11 @@ inline std::int64_t fill_batch(Rng& rng, const Shape& s, Case& c, Scenario scena
   const bool mixed = scenario == Scenario::mixed;
   const bool collide_tables = mixed && unit(rng) < 0.3;
   const int main_pages = scenario == Scenario::one_tail_page || scenario == Scenario::snapshots_one_page ? 1
-                         : collide_tables                                                             ? 2
-                                                                                                      : 0;
-  const int trailing_pages =
-      scenario == Scenario::one_trailing_page || scenario == Scenario::snapshots_one_page ? 1 : collide_tables ? 2 : 0;
+                         : collide_tables                                                                ? 2
+                                                                                                         : 0;
+  const int trailing_pages = scenario == Scenario::one_trailing_page || scenario == Scenario::snapshots_one_page ? 1
+                             : collide_tables                                                                    ? 2
+                                                                                                                 : 0;
   const double bad = mixed ? 0.04 : scenario == Scenario::one_trailing_page ? 0.02 : 0.0;
   fill_table(rng, c.arrays.at("tables"), P, main_pages, bad);
   if (s.trailing) fill_table(rng, c.arrays.at("trailing_tables"), P, trailing_pages, bad);
@@ -174,9 +180,12 @@ inline std::int64_t fill_batch(Rng& rng, const Shape& s, Case& c, Scenario scena
   std::int64_t slots_cap = N, pages_cap = P;
   if (mixed) {
     const double u = unit(rng);
-    if (u < 0.1) slots_cap = N - uniform(rng, 1, 3);
-    else if (u < 0.2) pages_cap = std::max<std::int64_t>(1, P - uniform(rng, 1, P / 2 + 1));
-    else if (u < 0.25) slots_cap = std::numeric_limits<std::int64_t>::max();
+    if (u < 0.1)
+      slots_cap = N - uniform(rng, 1, 3);
+    else if (u < 0.2)
+      pages_cap = std::max<std::int64_t>(1, P - uniform(rng, 1, P / 2 + 1));
+    else if (u < 0.25)
+      slots_cap = std::numeric_limits<std::int64_t>::max();
   }
   ft::set_memory_capacity(c, slots_cap, pages_cap);
 
@@ -197,8 +206,8 @@ inline std::int64_t fill_batch(Rng& rng, const Shape& s, Case& c, Scenario scena
   // Count.
   std::int64_t count = C;
   if (scenario == Scenario::invalid_count)
-    count = choice<std::int64_t>(rng, {-1, C + 1, 2 * C, std::numeric_limits<std::int32_t>::min(),
-                                       std::numeric_limits<std::int32_t>::max()});
+    count = choice<std::int64_t>(
+        rng, {-1, C + 1, 2 * C, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()});
   else if (scenario == Scenario::junk_after_count)
     count = C == 1 ? 0 : uniform(rng, 1, C - 1);
   else if (mixed && unit(rng) < 0.3)
@@ -224,8 +233,8 @@ inline std::int64_t fill_batch(Rng& rng, const Shape& s, Case& c, Scenario scena
     double kind = unit(rng);
     switch (scenario) {
       case Scenario::one_destination:
-      case Scenario::snapshots_one_page: kind = 0.0; break;                 // snapshot
-      case Scenario::restores_one_source: kind = 0.5; break;                // restore
+      case Scenario::snapshots_one_page: kind = 0.0; break;   // snapshot
+      case Scenario::restores_one_source: kind = 0.5; break;  // restore
       case Scenario::one_tail_page:
       case Scenario::one_trailing_page: kind = kind < 0.5 ? 0.0 : 0.5; break;
       default: break;
@@ -249,7 +258,8 @@ inline std::int64_t fill_batch(Rng& rng, const Shape& s, Case& c, Scenario scena
     }
     if (mixed && unit(rng) < 0.05) {  // an endpoint that does not match (code 3)
       const std::int64_t end = ft::get<std::int64_t>(c.arrays.at("expected_consumed"), i);
-      ft::put<std::int64_t>(c.arrays.at("expected_consumed"), i, choice<std::int64_t>(rng, {end - 1, end + 1, 0, W * PT + 1}));
+      ft::put<std::int64_t>(c.arrays.at("expected_consumed"), i,
+                            choice<std::int64_t>(rng, {end - 1, end + 1, 0, W * PT + 1}));
     }
   }
   ft::set_num_ops(c, static_cast<std::int32_t>(count));
@@ -268,7 +278,8 @@ inline ft::CaseOutputs check(const Case& c, const std::string& what, Tally& tall
   ++tally.batches;
   if (!r.identical) ++tally.mismatches;
   if (c.spec.capacity > statexfer::max_capacity && r.expected.errors)
-    for (std::int64_t row = 0; row < c.spec.capacity; ++row) ++tally.codes[ft::get<std::int32_t>(*r.expected.errors, row)];
+    for (std::int64_t row = 0; row < c.spec.capacity; ++row)
+      ++tally.codes[ft::get<std::int32_t>(*r.expected.errors, row)];
   return std::move(r.expected);
 }
 
@@ -442,16 +453,18 @@ TEST(TEST_CATEGORY, large_batch_matches_reference_every_capacity) {
         // silently stop covering them).
         switch (scenario) {
           case Scenario::one_destination:
-            if (C >= 2) { EXPECT_EQ(count_code(expected, C, 4, live), live) << what; }
+            if (C >= 2) {
+              EXPECT_EQ(count_code(expected, C, 4, live), live) << what;
+            }
             break;
           case Scenario::snapshots_one_page:
-          case Scenario::restores_one_source:
-            EXPECT_EQ(count_code(expected, C, 0, C), C) << what;
-            break;
+          case Scenario::restores_one_source: EXPECT_EQ(count_code(expected, C, 0, C), C) << what; break;
           case Scenario::invalid_count: EXPECT_EQ(count_code(expected, C, 5, C), C) << what; break;
           case Scenario::one_tail_page:
           case Scenario::one_trailing_page:
-            if (C >= 8 && live > 1) { EXPECT_GT(count_code(expected, C, 4, live), 0) << what; }
+            if (C >= 8 && live > 1) {
+              EXPECT_GT(count_code(expected, C, 4, live), 0) << what;
+            }
             break;
           default: break;
         }
@@ -483,11 +496,14 @@ TEST(TEST_CATEGORY, large_batch_bytes_match_reference) {
     Rng rng(0xb17e5000ULL + static_cast<std::uint64_t>(C));
     Shape shape{};
     Case c = make_config(rng, C, /*trailing=*/true, 8, &shape);
-    for (Scenario scenario : {Scenario::restores_one_source, Scenario::snapshots_one_page, Scenario::one_trailing_page}) {
+    for (Scenario scenario :
+         {Scenario::restores_one_source, Scenario::snapshots_one_page, Scenario::one_trailing_page}) {
       fill_batch(rng, shape, c, scenario);
       const std::string what = "bytes_C" + std::to_string(C) + "_" + name(scenario);
       const ft::CaseOutputs expected = check(c, what, tally);
-      if (scenario != Scenario::one_trailing_page) { EXPECT_EQ(count_code(expected, C, 0, C), C) << what; }
+      if (scenario != Scenario::one_trailing_page) {
+        EXPECT_EQ(count_code(expected, C, 0, C), C) << what;
+      }
     }
     // A valid mixed batch: distinct rows and pages, every kind of command.
     fill_batch(rng, shape, c, Scenario::mixed);
@@ -507,9 +523,9 @@ TEST(TEST_CATEGORY, large_batch_reused_transfer) {
     Case c = make_config(rng, C, /*trailing=*/true, 2, &shape);
     Bound bound(c);
     int step = 0;
-    for (Scenario scenario : {Scenario::mixed, Scenario::one_trailing_page, Scenario::invalid_count,
-                              Scenario::restores_one_source, Scenario::junk_after_count, Scenario::one_destination,
-                              Scenario::snapshots_one_page, Scenario::mixed}) {
+    for (Scenario scenario :
+         {Scenario::mixed, Scenario::one_trailing_page, Scenario::invalid_count, Scenario::restores_one_source,
+          Scenario::junk_after_count, Scenario::one_destination, Scenario::snapshots_one_page, Scenario::mixed}) {
       fill_batch(rng, shape, c, scenario);
       const std::string what = "reused_C" + std::to_string(C) + "_step" + std::to_string(step++) + "_" + name(scenario);
       const ft::CaseOutputs expected = statexfer::test::reference_run(c);
@@ -605,7 +621,7 @@ TEST(TEST_CATEGORY, transfer_is_bound_to_the_prepared_instance) {
     });
     EXPECT_EQ(launches, 0) << "a refused call enqueued work";
     Kokkos::deep_copy(bound.commands.num_ops, 0);  // prepare() needs an empty batch
-    bound.transfer->prepare(other);                 // rebinds
+    bound.transfer->prepare(other);                // rebinds
     EXPECT_NO_THROW(bound.transfer->validate(other));
     EXPECT_THROW(bound.transfer->validate(bound_exec), std::invalid_argument);
     other.fence();

@@ -52,8 +52,8 @@ bool is_valid_extended_capacity(std::int64_t capacity) noexcept;
 
 /// One upload target of StateCommands::buffers().
 struct CommandBuffer {
-  std::string name;   ///< "state_<field>"
-  DType dtype;        ///< int64 or int32 (operation, num_ops)
+  std::string name;    ///< "state_<field>"
+  DType dtype;         ///< int64 or int32 (operation, num_ops)
   std::size_t extent;  ///< elements
   void* data;          ///< in the execution space's memory
 };

@@ -27,10 +27,10 @@ class StatePool {
   StatePool() = default;
 
   /// Allocate `rows` zeroed rows of `layout.row_bytes()` and a capacity of {rows, pages}.
-  StatePool(StateLayout layout, std::int64_t rows, std::int64_t pages)
-      : layout_(std::move(layout)) {
+  StatePool(StateLayout layout, std::int64_t rows, std::int64_t pages) : layout_(std::move(layout)) {
     if (rows < 0) throw std::invalid_argument("statexfer::StatePool: rows must be >= 0, got " + std::to_string(rows));
-    if (pages < 0) throw std::invalid_argument("statexfer::StatePool: pages must be >= 0, got " + std::to_string(pages));
+    if (pages < 0)
+      throw std::invalid_argument("statexfer::StatePool: pages must be >= 0, got " + std::to_string(pages));
     const ExecutionSpace exec;  // initialised on this backend, not the default one
     backing_ = backing_view(Kokkos::view_alloc(exec, "statexfer::pool_backing"), rows, layout_.row_bytes());
     memory_capacity_ = capacity_view(Kokkos::view_alloc(exec, "statexfer::memory_capacity"), 2);
@@ -46,8 +46,7 @@ class StatePool {
       : layout_(std::move(layout)), backing_(backing), memory_capacity_(memory_capacity) {
     if (backing_.extent(1) != static_cast<std::size_t>(layout_.row_bytes()))
       throw std::invalid_argument("statexfer::StatePool: backing has " + std::to_string(backing_.extent(1)) +
-                                  " bytes per row but the layout has row_bytes " +
-                                  std::to_string(layout_.row_bytes()));
+                                  " bytes per row but the layout has row_bytes " + std::to_string(layout_.row_bytes()));
     if (memory_capacity_.extent(0) != 2)
       throw std::invalid_argument("statexfer::StatePool: memory_capacity must be int64[2], got int64[" +
                                   std::to_string(memory_capacity_.extent(0)) + "]");

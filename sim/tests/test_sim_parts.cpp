@@ -156,9 +156,9 @@ TEST(SimScheduler, AFailedRestoreFallsBackToAReset) {
 TEST(SimFaults, TheFirstCommandWithAPartialPageOfItsKind) {
   Batch batch;
   batch.push_back({{0, -1, 1, 1, 0}, kind_reset, 0});
-  batch.push_back({{1, 2, 9, 0, 8}, kind_snapshot, 1});     // endpoint on a page boundary: no partial page
-  batch.push_back({{2, 10, 3, 0, 6}, kind_restore, 2});     // partial page: logical page 1
-  batch.push_back({{3, 4, 11, 0, 7}, kind_snapshot, 3});    // partial page: logical page 1
+  batch.push_back({{1, 2, 9, 0, 8}, kind_snapshot, 1});   // endpoint on a page boundary: no partial page
+  batch.push_back({{2, 10, 3, 0, 6}, kind_restore, 2});   // partial page: logical page 1
+  batch.push_back({{3, 4, 11, 0, 7}, kind_snapshot, 3});  // partial page: logical page 1
   const std::vector<Fault> faults{{1, 0, -1}, {0, 0, kind_snapshot}, {1, 5, -1}};
 
   FaultInjector on_rank_1(faults, 1, 4);

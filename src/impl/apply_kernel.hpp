@@ -77,9 +77,9 @@ struct ApplyFunctor {
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
-    std::uint8_t* staging =
-        bulk ? static_cast<std::uint8_t*>(team.team_scratch(0).get_shmem(static_cast<std::ptrdiff_t>(bulk_scratch_bytes)))
-             : nullptr;
+    std::uint8_t* staging = bulk ? static_cast<std::uint8_t*>(
+                                       team.team_scratch(0).get_shmem(static_cast<std::ptrdiff_t>(bulk_scratch_bytes)))
+                                 : nullptr;
     run_item(team, staging, team.league_rank());
   }
 

@@ -63,11 +63,10 @@ __device__ inline void bulk_copy_chunks(std::uint8_t* dst, const std::uint8_t* s
     const std::uint32_t parity = static_cast<std::uint32_t>((j / Stages) & 1);
     std::uint32_t done = 0;
     while (!done)
-      asm volatile(
-          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-          : "=r"(done)
-          : "r"(shared_address(bar + s)), "r"(parity)
-          : "memory");
+      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                   : "=r"(done)
+                   : "r"(shared_address(bar + s)), "r"(parity)
+                   : "memory");
     asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + offset(j)),
                  "r"(shared_address(ring + s * Chunk)), "r"(bytes(j))
                  : "memory");
@@ -88,7 +87,8 @@ __device__ inline void bulk_copy_chunks(std::uint8_t* dst, const std::uint8_t* s
 __device__ inline void bulk_copy_thread(std::uint8_t* dst, const std::uint8_t* src, std::int32_t n,
                                         std::uint8_t* scratch) {
   if (n <= 0) return;
-  auto* ring = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(scratch) + 127) & ~std::uintptr_t(127));
+  auto* ring =
+      reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(scratch) + 127) & ~std::uintptr_t(127));
   auto* bar = reinterpret_cast<std::uint64_t*>(ring + bulk_stages * bulk_chunk);
   const std::int32_t chunks = (n + bulk_chunk - 1) / bulk_chunk;
   bulk_copy_chunks<bulk_stages, bulk_chunk>(

@@ -23,8 +23,8 @@ struct CombinerData {
       Kokkos::SpaceAccessibility<Kokkos::DefaultHostExecutionSpace, memory_space>::accessible;
 
   Kokkos::View<std::int32_t*, memory_space> errors;
-  Kokkos::View<std::int32_t*, memory_space> priorities;     // the reduced buffer
-  Kokkos::View<std::int32_t*, Kokkos::HostSpace> staging;   // MPI on device memory
+  Kokkos::View<std::int32_t*, memory_space> priorities;    // the reduced buffer
+  Kokkos::View<std::int32_t*, Kokkos::HostSpace> staging;  // MPI on device memory
   CombineBackend backend = CombineBackend::none;
   int rank = 0;
   int ranks = 1;
@@ -70,9 +70,10 @@ template <class ExecutionSpace, bool ToPriority, class From, class To>
 void map_codes(const ExecutionSpace& exec, const From& from, const To& to, const char* label) {
   // Light-weight launches take the plain kernel-argument path on CUDA: nothing
   // but a kernel node is recorded when captured.
-  const auto policy = Kokkos::Experimental::require(
-      Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(exec, 0, static_cast<std::int64_t>(to.extent(0))),
-      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  const auto policy =
+      Kokkos::Experimental::require(Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                                        exec, 0, static_cast<std::int64_t>(to.extent(0))),
+                                    Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   Kokkos::parallel_for(label, policy, MapCodes<ExecutionSpace, ToPriority>{from, to});
 }
 

@@ -46,27 +46,27 @@ struct RowPlan {
 };
 
 enum PlanFlag : std::int32_t {
-  plan_active = 1,             // live, code 0
-  plan_copy = 2,               // operation 0 (else reset)
-  plan_snapshot = 4,           // src is the request's live row
-  plan_page = 8,               // partial page write (end % PT != 0)
-  plan_trailing0 = 16,         // trailing part 0 active
-  plan_trailing1 = 32,         // trailing part 1 active
+  plan_active = 1,               // live, code 0
+  plan_copy = 2,                 // operation 0 (else reset)
+  plan_snapshot = 4,             // src is the request's live row
+  plan_page = 8,                 // partial page write (end % PT != 0)
+  plan_trailing0 = 16,           // trailing part 0 active
+  plan_trailing1 = 32,           // trailing part 1 active
   plan_trailing0_shadowed = 64,  // restore: part 1 writes the same cache page after part 0
 };
 
 /// Device-side constants of a prepared transfer.
 struct TransferShape {
-  std::int64_t capacity;      // C
-  std::int64_t rows;          // pool rows
+  std::int64_t capacity;  // C
+  std::int64_t rows;      // pool rows
   std::int64_t row_bytes;
   std::int64_t consumed_offset;  // byte offset of consumed_tokens (8-aligned)
-  std::int64_t page_tokens;   // PT
-  std::int64_t width;         // W
-  std::int64_t cache_pages;   // P, the same for every binding
+  std::int64_t page_tokens;      // PT
+  std::int64_t width;            // W
+  std::int64_t cache_pages;      // P, the same for every binding
   std::int32_t has_trailing;
-  std::int32_t work_items;    // per command row
-  std::int32_t page_shift;    // log2(PT) when PT is a power of two, else -1
+  std::int32_t work_items;  // per command row
+  std::int32_t page_shift;  // log2(PT) when PT is a power of two, else -1
 };
 
 }  // namespace statexfer::impl

@@ -33,7 +33,8 @@ struct FusedFunctor {
   validate_type validate;
   ApplyFunctor<ExecutionSpace> apply;
 
-  using bits_view = Kokkos::View<int*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using bits_view =
+      Kokkos::View<int*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   /// Team scratch: apply's bulk-copy ring (first, for its alignment) and the
   /// conflict bits of each row with the team's row.

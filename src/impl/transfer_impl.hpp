@@ -45,8 +45,8 @@ struct TransferData {
   Kokkos::View<WorkItem*, memory_space> items;
   Kokkos::View<RowPlan*, memory_space> plan;
   SortedValidation<ExecutionSpace> sorted;  // capacities above max_capacity (the extension)
-  bool bulk = false;           // prepare(): the device code has bulk copies (sm_90+ builds on Hopper+)
-  int validate_team_size = 1;  // asked of the policy in prepare()
+  bool bulk = false;                        // prepare(): the device code has bulk copies (sm_90+ builds on Hopper+)
+  int validate_team_size = 1;               // asked of the policy in prepare()
   int validate_vector_length = 1;
   int apply_team_size = 1;
   int fused_team_size = 0;  // validate_and_apply() in one launch (GPUs, C <= 64), else 0
@@ -73,7 +73,9 @@ struct TransferData {
     return f;
   }
 
-  FusedFunctor<ExecutionSpace> fused_functor() const { return FusedFunctor<ExecutionSpace>{validate_functor(), apply_functor()}; }
+  FusedFunctor<ExecutionSpace> fused_functor() const {
+    return FusedFunctor<ExecutionSpace>{validate_functor(), apply_functor()};
+  }
 
   ApplyFunctor<ExecutionSpace> apply_functor() const {
     ApplyFunctor<ExecutionSpace> f;
@@ -174,23 +176,23 @@ bool same_instance(const ExecutionSpace& a, const ExecutionSpace& b) {
 template <class ExecutionSpace>
 void prime_team_scratch(const ExecutionSpace& exec) {
   using policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  Kokkos::parallel_for("statexfer::prime_team_scratch",
-                       policy(exec, 1, 1).set_scratch_size(1, Kokkos::PerTeam(64)),
+  Kokkos::parallel_for("statexfer::prime_team_scratch", policy(exec, 1, 1).set_scratch_size(1, Kokkos::PerTeam(64)),
                        KOKKOS_LAMBDA(const typename policy::member_type&){});
 }
 
 }  // namespace impl
 
 template <class ExecutionSpace>
-const impl::TransferData<ExecutionSpace>& PreparedStateTransfer<ExecutionSpace>::ready(const char* call,
-                                                                                        const ExecutionSpace* exec) const {
+const impl::TransferData<ExecutionSpace>& PreparedStateTransfer<ExecutionSpace>::ready(
+    const char* call, const ExecutionSpace* exec) const {
   const std::string name = std::string("statexfer::PreparedStateTransfer::") + call;
   if (!data_) throw std::logic_error(name + ": the transfer was moved from");
   const auto& d = *data_;
   if (!d.prepared) throw std::logic_error(name + ": prepare() must complete first");
   if (exec != nullptr && !impl::same_instance(*exec, d.exec))
-    throw std::invalid_argument(name + ": exec is not the execution space instance prepare() bound the transfer to "
-                                       "(one transfer serves one stream; call prepare(exec) to rebind)");
+    throw std::invalid_argument(name +
+                                ": exec is not the execution space instance prepare() bound the transfer to "
+                                "(one transfer serves one stream; call prepare(exec) to rebind)");
   return d;
 }
 
@@ -261,7 +263,9 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
     if (!layout.contains(name)) reject("excluded region '" + name + "' is not in the pool layout");
     if (std::find(excluded.begin(), excluded.end(), name) == excluded.end()) excluded.push_back(name);
   }
-  auto is_excluded = [&](const std::string& n) { return std::find(excluded.begin(), excluded.end(), n) != excluded.end(); };
+  auto is_excluded = [&](const std::string& n) {
+    return std::find(excluded.begin(), excluded.end(), n) != excluded.end();
+  };
 
   std::vector<std::string> bound;
   std::int64_t cache_pages = -1;
@@ -408,7 +412,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
     const Region& r = layout.region(name);
     excluded_ranges.emplace_back(r.offset, r.offset + r.nbytes);
   }
-  const std::int64_t tile = impl::env_integer("STATEXFER_APPLY_TILE_BYTES", impl::tile_bytes, 256, std::int64_t(1) << 30);
+  const std::int64_t tile =
+      impl::env_integer("STATEXFER_APPLY_TILE_BYTES", impl::tile_bytes, 256, std::int64_t(1) << 30);
   if (tile % 16 != 0) reject("STATEXFER_APPLY_TILE_BYTES must be a multiple of 16, got " + std::to_string(tile));
   std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans, tile);
   for (impl::WorkItem& item : work)
@@ -422,8 +427,9 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::work_items"), work.size());
   d.plan = Kokkos::View<impl::RowPlan*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::plan"), cu);
   if (impl::SortedValidation<ExecutionSpace>::applies(c)) d.sorted.allocate(d.shape);
-  Kokkos::deep_copy(d.items, Kokkos::View<const impl::WorkItem*, Kokkos::HostSpace,
-                                          Kokkos::MemoryTraits<Kokkos::Unmanaged>>(work.data(), work.size()));
+  Kokkos::deep_copy(d.items,
+                    Kokkos::View<const impl::WorkItem*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                        work.data(), work.size()));
 }
 
 template <class ExecutionSpace>
@@ -439,7 +445,8 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   if (!data_) throw std::logic_error("statexfer::PreparedStateTransfer::prepare: the transfer was moved from");
   auto& d = *data_;
   std::int32_t count = 0;
-  Kokkos::deep_copy(exec, Kokkos::View<std::int32_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&count),
+  Kokkos::deep_copy(exec,
+                    Kokkos::View<std::int32_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&count),
                     Kokkos::subview(d.commands.num_ops, 0));
   exec.fence();
   if (count != 0)
@@ -476,13 +483,16 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   // validate_and_apply() in one launch on GPUs up to 64 commands; on hosts each
   // team would repeat the loads of every row on the CPU, so it is two launches there.
   d.fused_team_size = 0;
-  if (!std::is_same_v<memory_space, Kokkos::HostSpace> && !impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
+  if (!std::is_same_v<memory_space, Kokkos::HostSpace> &&
+      !impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
     using fused_functor = impl::FusedFunctor<ExecutionSpace>;
-    const auto fprobe = typename fused_functor::policy_type(exec, 1, 1).set_scratch_size(
-        0, Kokkos::PerTeam(fused_functor::scratch_bytes(d.shape.capacity, d.bulk)));
+    const auto fprobe =
+        typename fused_functor::policy_type(exec, 1, 1)
+            .set_scratch_size(0, Kokkos::PerTeam(fused_functor::scratch_bytes(d.shape.capacity, d.bulk)));
     const int fmax = fprobe.team_size_max(d.fused_functor(), Kokkos::ParallelForTag());
     // A thread per command row in the load phase.
-    if (fmax >= d.shape.capacity) d.fused_team_size = std::max<int>(static_cast<int>(d.shape.capacity), std::min(fmax, d.apply_team_size));
+    if (fmax >= d.shape.capacity)
+      d.fused_team_size = std::max<int>(static_cast<int>(d.shape.capacity), std::min(fmax, d.apply_team_size));
   }
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
   d.exec = exec;
@@ -578,8 +588,8 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
              : "validate 1x" + std::to_string(d.validate_team_size) + "x" + std::to_string(d.validate_vector_length);
   return validate + ", apply " + std::to_string(d.shape.capacity * d.shape.work_items) + "x" +
          std::to_string(d.apply_team_size) + (d.bulk ? " (bulk copies)" : "") +
-         (d.fused_team_size > 0 ? ", validate_and_apply " + std::to_string(d.shape.capacity * d.shape.work_items) + "x" +
-                                      std::to_string(d.fused_team_size)
+         (d.fused_team_size > 0 ? ", validate_and_apply " + std::to_string(d.shape.capacity * d.shape.work_items) +
+                                      "x" + std::to_string(d.fused_team_size)
                                 : "");
 }
 

@@ -119,8 +119,8 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
   // Trailing pages: copies only, logical pages end/PT - 1 and end/PT (the
   // latter when at least two tokens of the last page are filled).
   for (int part = 0; part < 2; ++part) {
-    k.t_active[part] = lim.has_trailing && k.check && k.copying && q.end > 1 && q.logical - 1 + part >= 0 &&
-                       (part == 0 || q.rem >= 2);
+    k.t_active[part] =
+        lim.has_trailing && k.check && k.copying && q.end > 1 && q.logical - 1 + part >= 0 && (part == 0 || q.rem >= 2);
     k.t_used[part] = q.tpage[part] != trailing_unused;
     k.t_page[part] = k.t_used[part] ? q.tpage[part] : -1;
   }

@@ -89,7 +89,7 @@ KOKKOS_INLINE_FUNCTION std::uint64_t sorted_key(const RowRecord& q, int a, std::
   }
   const int part = a - sorted_trailing0;
   return copy && q.valid_slot && q.tpage[part] != trailing_unused ? trailing_key(q.tpage[part], q.src == q.state)
-                                                                   : sorted_absent;
+                                                                  : sorted_absent;
 }
 
 /// First position of `a` (n sorted keys) whose key is not below `key`.
@@ -109,8 +109,8 @@ KOKKOS_INLINE_FUNCTION int lower_bound(const std::uint64_t* KOKKOS_RESTRICT a, i
 
 /// How many of the sorted keys `a` (n of them) lie in [lo, hi], counting no
 /// further than `most`: a search and at most `most` reads.
-KOKKOS_INLINE_FUNCTION int count_keys(const std::uint64_t* KOKKOS_RESTRICT a, int n, std::uint64_t lo,
-                                      std::uint64_t hi, int most) {
+KOKKOS_INLINE_FUNCTION int count_keys(const std::uint64_t* KOKKOS_RESTRICT a, int n, std::uint64_t lo, std::uint64_t hi,
+                                      int most) {
   const int i = lower_bound(a, n, lo);
   int found = 0;
   while (found < most && i + found < n && a[i + found] <= hi) ++found;
@@ -174,13 +174,13 @@ enum SortedLookup : int {
 /// The work Views of the sorted validation, allocated with the transfer.
 template <class MemorySpace>
 struct SortedWork {
-  Kokkos::View<RowRecord*, MemorySpace> records;      // [C]
-  Kokkos::View<std::uint64_t*, MemorySpace> keys;     // [arrays * C]: keys(array * C + row) from launch 1
-  Kokkos::View<std::uint8_t*, MemorySpace> lookups;   // [(row * chunks + chunk) * lookup_bytes + query]
-  int arrays = 3;                                     // 5 with trailing bindings
-  int chunk = 1;                                      // keys per chunk (a power of two)
-  int chunks = 1;                                     // chunks per array
-  int in_scratch = 1;                                 // a chunk fits in team scratch level 0
+  Kokkos::View<RowRecord*, MemorySpace> records;     // [C]
+  Kokkos::View<std::uint64_t*, MemorySpace> keys;    // [arrays * C]: keys(array * C + row) from launch 1
+  Kokkos::View<std::uint8_t*, MemorySpace> lookups;  // [(row * chunks + chunk) * lookup_bytes + query]
+  int arrays = 3;                                    // 5 with trailing bindings
+  int chunk = 1;                                     // keys per chunk (a power of two)
+  int chunks = 1;                                    // chunks per array
+  int in_scratch = 1;                                // a chunk fits in team scratch level 0
 };
 
 /// Launch 1: row r's record and keys.
@@ -195,7 +195,8 @@ struct SortedKeysFunctor {
     const bool live = count >= 0 && count <= c && r < count;
     const RowRecord q = base.load_row(r);
     work.records(r) = q;
-    for (int a = 0; a < work.arrays; ++a) work.keys(a * c + r) = live ? sorted_key(q, a, base.shape.rows) : sorted_absent;
+    for (int a = 0; a < work.arrays; ++a)
+      work.keys(a * c + r) = live ? sorted_key(q, a, base.shape.rows) : sorted_absent;
   }
 };
 
@@ -249,9 +250,9 @@ struct SortedLookupFunctor {
         const std::int64_t page = peer_page(q);
         if (page >= 0) {
           const bool restore = q.op == 0 && q.dst == q.state;
-          out[lookup_page] = static_cast<std::uint8_t>(
-              restore ? count_keys(sorted, n, page_key(page, false), page_key(page, true), 2)
-                      : count_keys(sorted, n, page_key(page, true), page_key(page, true), 1));
+          out[lookup_page] =
+              static_cast<std::uint8_t>(restore ? count_keys(sorted, n, page_key(page, false), page_key(page, true), 2)
+                                                : count_keys(sorted, n, page_key(page, true), page_key(page, true), 1));
         }
       } else {
         const bool snapshot = q.src == q.state;
@@ -299,7 +300,8 @@ struct SortedDecideFunctor {
       for (int part = 0; part < 2; ++part) {
         if (!k.t_active[part]) continue;
         const int found = in[lookup_trailing + part] + in[lookup_trailing + 2 + part];
-        const int own = k.snapshot_row ? 0 : (q.tpage[0] == k.t_page[part] ? 1 : 0) + (q.tpage[1] == k.t_page[part] ? 1 : 0);
+        const int own =
+            k.snapshot_row ? 0 : (q.tpage[0] == k.t_page[part] ? 1 : 0) + (q.tpage[1] == k.t_page[part] ? 1 : 0);
         t_conflict[part] = found > own;
       }
     }
@@ -340,7 +342,8 @@ struct SortedValidation {
     work.chunks = static_cast<int>(c / work.chunk);
     work.lookups = decltype(work.lookups)("statexfer::validate_lookups", c * work.chunks * lookup_bytes);
     // Sorted in team scratch when a chunk fits (8 KiB; Kokkos 3.4 on CUDA offers 40 KiB).
-    work.in_scratch = work.chunk * std::int64_t(sizeof(std::uint64_t)) <= lookup_functor::policy_type::scratch_size_max(0);
+    work.in_scratch =
+        work.chunk * std::int64_t(sizeof(std::uint64_t)) <= lookup_functor::policy_type::scratch_size_max(0);
   }
 
   lookup_functor lookup(const ValidateFunctor<ExecutionSpace>& base) const {
@@ -377,12 +380,11 @@ struct SortedValidation {
     const std::int64_t c = base.shape.capacity;
     Kokkos::parallel_for("statexfer::validate_keys", require(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, c), light),
                          SortedKeysFunctor<ExecutionSpace>{base, work});
-    Kokkos::parallel_for(
-        "statexfer::validate_lookup",
-        require(typename lookup_functor::policy_type(exec, teams(), team_size)
-                    .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes())),
-                light),
-        lookup(base));
+    Kokkos::parallel_for("statexfer::validate_lookup",
+                         require(typename lookup_functor::policy_type(exec, teams(), team_size)
+                                     .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes())),
+                                 light),
+                         lookup(base));
     Kokkos::parallel_for("statexfer::validate_decide", require(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, c), light),
                          SortedDecideFunctor<ExecutionSpace>{base, work});
   }

@@ -18,8 +18,7 @@ struct alignas(16) Word16 {
 /// loop (or a bulk copy) moves: fewer than 2 words, one thread each.
 template <class Member>
 KOKKOS_INLINE_FUNCTION void copy_edge_bytes(const Member& team, std::uint8_t* KOKKOS_RESTRICT dst,
-                                            const std::uint8_t* KOKKOS_RESTRICT src, int head, int tail_begin,
-                                            int n) {
+                                            const std::uint8_t* KOKKOS_RESTRICT src, int head, int tail_begin, int n) {
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, head + (n - tail_begin)), [&](const int i) {
     const int b = i < head ? i : tail_begin + (i - head);
     dst[b] = src[b];

@@ -113,9 +113,11 @@ int main() {
     cudaMalloc(&dst, n);
     cudaMemset(src, 1, n);
     auto report = [&](const char* what, double us) {
-      std::printf("%-40s %6lld MiB %9.1f us %6.2f TB/s\n", what, static_cast<long long>(n >> 20), us, 2.0 * n / us * 1e-6);
+      std::printf("%-40s %6lld MiB %9.1f us %6.2f TB/s\n", what, static_cast<long long>(n >> 20), us,
+                  2.0 * n / us * 1e-6);
     };
-    report("cudaMemcpyAsync", Timer([&](cudaStream_t s) { cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s); }).us(20));
+    report("cudaMemcpyAsync",
+           Timer([&](cudaStream_t s) { cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s); }).us(20));
     {  // not captured: what an eager copy (torch's, for one) gets
       cudaStream_t s;
       cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -139,7 +141,8 @@ int main() {
         std::snprintf(label, sizeof label, "word kernel ILP %d, 256 thr x %d/SM", ilp, per_sm);
         report(label, Timer([&](cudaStream_t s) {
                         auto k = ilp == 4 ? word_copy_ilp<4> : word_copy_ilp<8>;
-                        k<<<grid, 256, 0, s>>>(reinterpret_cast<const int4*>(src), reinterpret_cast<int4*>(dst), n / 16, 0);
+                        k<<<grid, 256, 0, s>>>(reinterpret_cast<const int4*>(src), reinterpret_cast<int4*>(dst), n / 16,
+                                               0);
                       }).us(20));
       }
       char label[64];
@@ -147,7 +150,7 @@ int main() {
       report(label, Timer([&](cudaStream_t s) {
                       auto k = ilp == 4 ? word_copy_ilp<4> : word_copy_ilp<8>;
                       k<<<static_cast<unsigned>(n / 65536), 128, 0, s>>>(reinterpret_cast<const int4*>(src),
-                                                                          reinterpret_cast<int4*>(dst), n / 16, 4096);
+                                                                         reinterpret_cast<int4*>(dst), n / 16, 4096);
                     }).us(20));
     }
     for (int blocks_per_sm : {4, 8, 16}) {

@@ -175,8 +175,9 @@ int main_impl(int argc, char* argv[]) {
       ->capture_default_str();
   app.add_flag("--quiet,-q", opt.quiet, "Print only failures");
   app.add_flag("--fused", opt.fused, "Run each batch with validate_and_apply() instead of validate() then apply()");
-  app.footer("Exit status: 0 identical (or written), 1 a case differs, 2 bad input or usage.\n"
-             "Options starting with --kokkos- are passed to Kokkos::initialize.");
+  app.footer(
+      "Exit status: 0 identical (or written), 1 a case differs, 2 bad input or usage.\n"
+      "Options starting with --kokkos- are passed to Kokkos::initialize.");
   try {
     app.parse(static_cast<int>(cli_args.size()), cli_args.data());
   } catch (const CLI::CallForHelp&) {

@@ -38,8 +38,8 @@ template <class Expected, class F>
     f();
   } catch (const std::exception& e) {
     if (typeid(e) != typeid(Expected))
-      return ::testing::AssertionFailure() << "threw " << typeid(e).name() << " instead of "
-                                           << typeid(Expected).name() << ": " << e.what();
+      return ::testing::AssertionFailure()
+             << "threw " << typeid(e).name() << " instead of " << typeid(Expected).name() << ": " << e.what();
     const std::string what = e.what();
     for (const auto& w : words)
       if (what.find(w) == std::string::npos)
@@ -60,8 +60,7 @@ std::vector<typename View::non_const_value_type> download(const View& v) {
   std::vector<T> h(v.span());
   if (h.empty()) return h;
   Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> hv(h.data(), h.size());
-  Kokkos::View<const T*, typename View::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> dv(v.data(),
-                                                                                                 v.span());
+  Kokkos::View<const T*, typename View::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> dv(v.data(), v.span());
   Kokkos::deep_copy(hv, dv);
   return h;
 }
@@ -104,9 +103,9 @@ inline constexpr std::int64_t off_consumed = 0;  // int64, 8 bytes
 inline constexpr std::int64_t off_conv = 8;      // float32, 24 bytes
 inline constexpr std::int64_t off_kv = 32;       // uint8, 16 bytes: the page binding
 inline constexpr std::int64_t kv_bytes = 16;
-inline constexpr std::int64_t off_draft = 48;    // uint8, 16 bytes: the trailing binding (two 8-byte pages)
+inline constexpr std::int64_t off_draft = 48;  // uint8, 16 bytes: the trailing binding (two 8-byte pages)
 inline constexpr std::int64_t draft_bytes = 16;
-inline constexpr std::int64_t off_meta = 64;     // uint8, 16 bytes: excluded in some tests
+inline constexpr std::int64_t off_meta = 64;  // uint8, 16 bytes: excluded in some tests
 inline constexpr std::int64_t meta_bytes = 16;
 inline constexpr std::int64_t test_row_bytes = 80;
 
@@ -216,8 +215,7 @@ struct Batch {
       for (std::int64_t i = 0; i < kv_bytes; ++i) kv_h[pg * kv_bytes + i] = cache_pattern(0x40, pg, i);
     draft_h.resize(p * draft_bytes / 2);
     for (std::int64_t pg = 0; pg < p; ++pg)
-      for (std::int64_t i = 0; i < draft_bytes / 2; ++i)
-        draft_h[pg * draft_bytes / 2 + i] = cache_pattern(0xA1, pg, i);
+      for (std::int64_t i = 0; i < draft_bytes / 2; ++i) draft_h[pg * draft_bytes / 2 + i] = cache_pattern(0xA1, pg, i);
     tables_h.resize(c * w);
     trailing_h.resize(c * w);
     for (std::int64_t s = 0; s < c; ++s)

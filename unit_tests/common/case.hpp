@@ -32,12 +32,16 @@ struct NpyArray {
 
   std::int64_t elements() const;
   template <class T>
-  const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
+  const T* data() const {
+    return reinterpret_cast<const T*>(bytes.data());
+  }
   template <class T>
-  T* data() { return reinterpret_cast<T*>(bytes.data()); }
+  T* data() {
+    return reinterpret_cast<T*>(bytes.data());
+  }
 };
 
-NpyArray read_npy(const std::filesystem::path& file);          // throws CaseError
+NpyArray read_npy(const std::filesystem::path& file);                      // throws CaseError
 void write_npy(const std::filesystem::path& file, const NpyArray& array);  // throws CaseError
 
 /// case.json
@@ -55,9 +59,9 @@ struct CaseSpec {
 
 /// The outputs of a run, or a case's expected/ answers.
 struct CaseOutputs {
-  std::optional<NpyArray> errors;           // int32 [C]
-  std::optional<NpyArray> backing;          // uint8 [rows, row_bytes]
-  std::map<std::string, NpyArray> caches;   // binding name -> uint8 [P, bytes]
+  std::optional<NpyArray> errors;              // int32 [C]
+  std::optional<NpyArray> backing;             // uint8 [rows, row_bytes]
+  std::map<std::string, NpyArray> caches;      // binding name -> uint8 [P, bytes]
   std::optional<std::string> construct_error;  // expected/error.json's message, or the exception's what()
 };
 

@@ -57,7 +57,8 @@ NpyArray npy(std::vector<std::int64_t> shape, T fill = T{}) {
 
 template <class T>
 T get(const NpyArray& a, std::int64_t i) {
-  if (a.dtype != dtype_of<T>() || (i + 1) * static_cast<std::int64_t>(sizeof(T)) > static_cast<std::int64_t>(a.bytes.size()) || i < 0)
+  if (a.dtype != dtype_of<T>() ||
+      (i + 1) * static_cast<std::int64_t>(sizeof(T)) > static_cast<std::int64_t>(a.bytes.size()) || i < 0)
     throw std::out_of_range("case_factory::get: bad index or type");
   T v;
   std::memcpy(&v, a.bytes.data() + i * sizeof(T), sizeof(T));
@@ -66,7 +67,8 @@ T get(const NpyArray& a, std::int64_t i) {
 
 template <class T>
 void put(NpyArray& a, std::int64_t i, T v) {
-  if (a.dtype != dtype_of<T>() || (i + 1) * static_cast<std::int64_t>(sizeof(T)) > static_cast<std::int64_t>(a.bytes.size()) || i < 0)
+  if (a.dtype != dtype_of<T>() ||
+      (i + 1) * static_cast<std::int64_t>(sizeof(T)) > static_cast<std::int64_t>(a.bytes.size()) || i < 0)
     throw std::out_of_range("case_factory::put: bad index or type");
   std::memcpy(a.bytes.data() + i * sizeof(T), &v, sizeof(T));
 }
@@ -82,9 +84,9 @@ struct RegionSpec {
 struct CaseConfig {
   std::int64_t capacity = 4;
   std::int64_t page_tokens = 4;
-  std::int64_t width = 2;        // page table width W
-  std::int64_t rows = 0;         // pool rows; 0 means capacity + 2 + capacity (null, live, snapshots)
-  std::int64_t cache_pages = 8;  // P
+  std::int64_t width = 2;           // page table width W
+  std::int64_t rows = 0;            // pool rows; 0 means capacity + 2 + capacity (null, live, snapshots)
+  std::int64_t cache_pages = 8;     // P
   std::vector<RegionSpec> regions;  // must include consumed_tokens (int64, 8 bytes)
   std::int64_t row_pad = 0;         // extra bytes after the last region (row_bytes rounded up to 8 first)
   std::vector<std::string> pages, trailing_pages, excluded_regions;
@@ -92,7 +94,8 @@ struct CaseConfig {
 };
 
 /// Lay the regions out in order; row_bytes rounded up to 8, plus `row_pad`.
-inline std::vector<Region> lay_out(const std::vector<RegionSpec>& specs, std::int64_t row_pad, std::int64_t* row_bytes) {
+inline std::vector<Region> lay_out(const std::vector<RegionSpec>& specs, std::int64_t row_pad,
+                                   std::int64_t* row_bytes) {
   std::vector<Region> out;
   std::int64_t offset = 0;
   for (const RegionSpec& s : specs) {
@@ -159,8 +162,8 @@ inline void set_num_ops(Case& c, std::int32_t n) { put<std::int32_t>(c.arrays.at
 inline std::int32_t num_ops(const Case& c) { return get<std::int32_t>(c.arrays.at("num_ops"), 0); }
 
 /// Write command row `i` (does not touch num_ops).
-inline void set_command(Case& c, std::int64_t i, std::int64_t request, std::int64_t source,
-                        std::int64_t destination, std::int32_t op, std::int64_t endpoint) {
+inline void set_command(Case& c, std::int64_t i, std::int64_t request, std::int64_t source, std::int64_t destination,
+                        std::int32_t op, std::int64_t endpoint) {
   put<std::int64_t>(c.arrays.at("request_slots"), i, request);
   put<std::int64_t>(c.arrays.at("source_slots"), i, source);
   put<std::int64_t>(c.arrays.at("destination_slots"), i, destination);
@@ -189,9 +192,7 @@ inline std::int64_t add_restore(Case& c, std::int64_t slot, std::int64_t src, st
   set_pool_consumed(c, src, end);
   return add_command(c, slot, src, state_row(c, slot), 0, end);
 }
-inline std::int64_t add_reset(Case& c, std::int64_t slot) {
-  return add_command(c, slot, -1, state_row(c, slot), 1, 0);
-}
+inline std::int64_t add_reset(Case& c, std::int64_t slot) { return add_command(c, slot, -1, state_row(c, slot), 1, 0); }
 
 /// A case with: position-coded pool bytes and caches (every byte differs from
 /// its neighbours), consumed_tokens 0 in every row, memory capacity {rows, P},
@@ -225,7 +226,8 @@ inline Case make_case(const CaseConfig& cfg) {
       for (std::int64_t b = 0; b < bytes; ++b)
         a.bytes[static_cast<std::size_t>(p * bytes + b)] =
             static_cast<std::uint8_t>((b * 29 + p * 23 + static_cast<std::int64_t>(name.size()) * 41 +
-                                       static_cast<unsigned char>(name.back()) * 7 + 101 + cfg.salt) % 253);
+                                       static_cast<unsigned char>(name.back()) * 7 + 101 + cfg.salt) %
+                                      253);
     c.arrays["cache_" + name] = std::move(a);
   };
   for (const std::string& n : cfg.pages) cache_for(n, region_of(c, n).nbytes);

@@ -298,8 +298,8 @@ void write_npy(const std::filesystem::path& file, const NpyArray& array) {
     fail(file, "array of shape " + shape_text(array.shape) + " holds " + std::to_string(array.bytes.size()) +
                    " bytes instead of " + std::to_string(count * dtype_size(array.dtype)));
 
-  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " +
-                       shape_text(array.shape) + ", }";
+  std::string header =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape_text(array.shape) + ", }";
   // Version 1.0 holds a 16-bit header length; larger headers (never for
   // these dtypes and ranks) would need 2.0.
   const std::size_t preamble = npy_magic_size + 2 + 2;

@@ -42,9 +42,7 @@ struct Inputs {
     return load(mem->trailing_tables, slot * W + logical);
   }
   std::int64_t state_row(std::int64_t slot) const { return load(mem->state_rows, slot * mem->state_rows_stride); }
-  std::int64_t requested(std::int64_t slot) const {
-    return load(mem->request_consumed, slot * mem->request_stride);
-  }
+  std::int64_t requested(std::int64_t slot) const { return load(mem->request_consumed, slot * mem->request_stride); }
   // The pool's consumed_tokens of row `row` (0 <= row < SLOTS).
   std::int64_t pool_consumed(std::int64_t row) const {
     std::int64_t value;
@@ -220,8 +218,8 @@ std::vector<std::int32_t> ContractOracle::validate(const OracleCommands& command
   return codes;
 }
 
-void ContractOracle::apply(const OracleCommands& commands, const std::vector<std::int32_t>& codes,
-                           OracleMemory& memory, std::vector<CachePage>* written) const {
+void ContractOracle::apply(const OracleCommands& commands, const std::vector<std::int32_t>& codes, OracleMemory& memory,
+                           std::vector<CachePage>* written) const {
   const Inputs in = read_inputs(geometry_, commands, memory);
   const OracleGeometry& g = geometry_;
   const std::int64_t RB = g.row_bytes, PT = in.PT;

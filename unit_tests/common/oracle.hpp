@@ -30,13 +30,13 @@ struct OracleGeometry {
   std::int64_t capacity = 0;  ///< C: command rows, request slots
   std::int64_t rows = 0;      ///< pool rows
   std::int64_t row_bytes = 0;
-  std::int64_t page_tokens = 1;      ///< PT
-  std::int64_t width = 1;            ///< W: columns of the page (and trailing) tables
-  std::int64_t consumed_offset = 0;  ///< byte offset of consumed_tokens (one int64) in a row
-  std::int64_t cache_pages = 0;      ///< physical pages of the caches (the smallest count)
+  std::int64_t page_tokens = 1;                                 ///< PT
+  std::int64_t width = 1;                                       ///< W: columns of the page (and trailing) tables
+  std::int64_t consumed_offset = 0;                             ///< byte offset of consumed_tokens (one int64) in a row
+  std::int64_t cache_pages = 0;                                 ///< physical pages of the caches (the smallest count)
   std::vector<std::pair<std::int64_t, std::int64_t>> excluded;  ///< [begin, end) bytes of a row never copied
-  std::vector<OracleBinding> page_bindings;      ///< left after exclusions, in binding order
-  std::vector<OracleBinding> trailing_bindings;  ///< left after exclusions, in binding order
+  std::vector<OracleBinding> page_bindings;                     ///< left after exclusions, in binding order
+  std::vector<OracleBinding> trailing_bindings;                 ///< left after exclusions, in binding order
 };
 
 /// The command arrays (each [capacity]) and num_ops.
@@ -52,11 +52,11 @@ struct OracleCommands {
 /// The memory validate() reads and apply() writes. Integer arrays are read
 /// bytewise, so they need no alignment.
 struct OracleMemory {
-  std::uint8_t* pool = nullptr;               ///< [rows, row_bytes]
-  std::vector<std::uint8_t*> caches;          ///< page bindings', then trailing bindings': [cache_pages, page bytes]
-  const std::int32_t* tables = nullptr;       ///< [C, W]
+  std::uint8_t* pool = nullptr;          ///< [rows, row_bytes]
+  std::vector<std::uint8_t*> caches;     ///< page bindings', then trailing bindings': [cache_pages, page bytes]
+  const std::int32_t* tables = nullptr;  ///< [C, W]
   const std::int32_t* trailing_tables = nullptr;  ///< [C, W]; read only with trailing bindings
-  const std::int64_t* state_rows = nullptr;   ///< column 0 of [C, state_rows_stride]: the live row of a slot
+  const std::int64_t* state_rows = nullptr;       ///< column 0 of [C, state_rows_stride]: the live row of a slot
   std::int64_t state_rows_stride = 8;
   const std::int64_t* request_consumed = nullptr;  ///< column 0 of [C, request_stride]
   std::int64_t request_stride = 1;

@@ -68,7 +68,8 @@ OracleCase read_case(const Case& c, CaseOutputs& out) {
     if (!is_excluded(spec, name)) oc.page_names.push_back(name);
   for (const std::string& name : spec.trailing_pages)
     if (!is_excluded(spec, name)) oc.trailing_names.push_back(name);
-  for (const std::string& name : oc.page_names) g.page_bindings.push_back({region(spec, name).offset, region(spec, name).nbytes});
+  for (const std::string& name : oc.page_names)
+    g.page_bindings.push_back({region(spec, name).offset, region(spec, name).nbytes});
   for (const std::string& name : oc.trailing_names)
     g.trailing_bindings.push_back({region(spec, name).offset, region(spec, name).nbytes});
 

@@ -28,8 +28,8 @@ struct ReferenceCheck {
 /// (counted in `saved`) are written to TempDir()/`suite`/<backend>/`what`, where
 /// `statexfer-replay` can run them again.
 template <class Exec>
-ReferenceCheck check_against_reference(const Case& c, const std::string& suite, const std::string& what,
-                                       int keep, int& saved, Steps steps = Steps::separate) {
+ReferenceCheck check_against_reference(const Case& c, const std::string& suite, const std::string& what, int keep,
+                                       int& saved, Steps steps = Steps::separate) {
   ReferenceCheck out;
   out.expected = reference_run(c);
   const CaseOutputs actual = run_case<Exec>(c, steps);

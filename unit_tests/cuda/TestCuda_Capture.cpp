@@ -58,7 +58,9 @@ void random_commands(ft::Case& c, std::mt19937_64& rng) {
   auto* dst = array_data<std::int64_t>(c, "destination_slots");
   auto* op = array_data<std::int32_t>(c, "operation");
   auto* end = array_data<std::int64_t>(c, "expected_consumed");
-  auto uniform = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  auto uniform = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
   std::vector<std::int64_t> perm(cap);
   for (std::int64_t i = 0; i < cap; ++i) perm[i] = i;
   std::shuffle(perm.begin(), perm.end(), rng);
@@ -202,9 +204,8 @@ void capture_and_replay(bool fused) {
     EXPECT_GT(applied, replays) << "too few commands applied to exercise the copies";
     EXPECT_GT(refused, 0);
     std::printf("graph replays%s: %d, commands applied %lld, refused %lld (case %s, C=%lld)\n",
-                fused ? " (validate_and_apply)" : "", replays,
-                static_cast<long long>(applied), static_cast<long long>(refused), c.dir.filename().c_str(),
-                static_cast<long long>(c.spec.capacity));
+                fused ? " (validate_and_apply)" : "", replays, static_cast<long long>(applied),
+                static_cast<long long>(refused), c.dir.filename().c_str(), static_cast<long long>(c.spec.capacity));
     STATEXFER_CUDA_CHECK(cudaGraphExecDestroy(instance));
     STATEXFER_CUDA_CHECK(cudaGraphDestroy(graph));
   }

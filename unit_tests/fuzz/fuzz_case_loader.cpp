@@ -64,8 +64,8 @@ std::string file_name(std::string_view name) {
 }
 
 [[noreturn]] void crash(const char* where, const std::exception& e) {
-  std::fprintf(stderr, "fuzz_case_loader: %s threw something other than CaseError: %s: %s\n", where,
-               typeid(e).name(), e.what());
+  std::fprintf(stderr, "fuzz_case_loader: %s threw something other than CaseError: %s: %s\n", where, typeid(e).name(),
+               e.what());
   std::abort();
 }
 

@@ -46,7 +46,7 @@ struct Fixed {
 };
 
 Fixed make_fixed(const ft::CaseConfig& cfg) {
-  Fixed f{ft::make_case(cfg), cfg.capacity, cfg.page_tokens, cfg.width, 0, cfg.cache_pages,
+  Fixed f{ft::make_case(cfg),         cfg.capacity, cfg.page_tokens, cfg.width, 0, cfg.cache_pages,
           !cfg.trailing_pages.empty()};
   f.rows = f.base.spec.rows;
   return f;
@@ -57,9 +57,12 @@ std::vector<Fixed> make_configurations() {
   {  // two page bindings of odd sizes, a trailing binding, an excluded region, a float32 region
     ft::CaseConfig cfg;
     cfg.capacity = 4, cfg.page_tokens = 4, cfg.width = 3, cfg.cache_pages = 8;
-    cfg.regions = {{"consumed_tokens", 8, DType::int64, 8}, {"conv", 12, DType::float32},
-                   {"kv_a", 13},                           {"ex", 5},
-                   {"kv_b", 7},                            {"draft", 10}};
+    cfg.regions = {{"consumed_tokens", 8, DType::int64, 8},
+                   {"conv", 12, DType::float32},
+                   {"kv_a", 13},
+                   {"ex", 5},
+                   {"kv_b", 7},
+                   {"draft", 10}};
     cfg.pages = {"kv_a", "kv_b"};
     cfg.trailing_pages = {"draft"};
     cfg.excluded_regions = {"ex"};
@@ -68,8 +71,7 @@ std::vector<Fixed> make_configurations() {
   {  // the fewest rows (C + 2); two trailing bindings, one excluded; an excluded page binding
     ft::CaseConfig cfg;
     cfg.capacity = 8, cfg.page_tokens = 3, cfg.width = 4, cfg.cache_pages = 6, cfg.rows = 10;
-    cfg.regions = {{"ssm", 33}, {"consumed_tokens", 8, DType::int64, 8}, {"kv", 16}, {"d1", 6}, {"d2", 12},
-                   {"kv2", 9}};
+    cfg.regions = {{"ssm", 33}, {"consumed_tokens", 8, DType::int64, 8}, {"kv", 16}, {"d1", 6}, {"d2", 12}, {"kv2", 9}};
     cfg.row_pad = 8;
     cfg.pages = {"kv", "kv2"};
     cfg.trailing_pages = {"d1", "d2"};
@@ -121,8 +123,8 @@ const std::vector<Fixed>& configurations() {
   return all;
 }
 
-constexpr std::int64_t edges[] = {INT64_MIN,     INT64_MIN + 1, INT64_MAX,     INT64_MAX - 1, INT32_MIN,
-                                  INT32_MAX,     UINT32_MAX,    -2,            INT64_MAX / 2, INT64_MAX / 3};
+constexpr std::int64_t edges[] = {INT64_MIN, INT64_MIN + 1, INT64_MAX, INT64_MAX - 1, INT32_MIN,
+                                  INT32_MAX, UINT32_MAX,    -2,        INT64_MAX / 2, INT64_MAX / 3};
 
 // Mostly a value in [lo, hi]; one time in sixteen an edge value, one in sixteen any int64.
 std::int64_t near(FuzzedDataProvider& in, std::int64_t lo, std::int64_t hi) {
@@ -198,7 +200,8 @@ Case build(FuzzedDataProvider& in, const Fixed& f) {
         break;
       }
       case 3:  // reset
-        ft::set_command(c, i, s, in.ConsumeBool() ? -1 : near(in, -1, N), live, 1, in.ConsumeBool() ? 0 : near(in, -1, 2));
+        ft::set_command(c, i, s, in.ConsumeBool() ? -1 : near(in, -1, N), live, 1,
+                        in.ConsumeBool() ? 0 : near(in, -1, 2));
         break;
       case 4:  // small raw values
         ft::set_command(c, i, near(in, -2, C + 1), near(in, -2, N + 1), near(in, -2, N + 1), near32(in, -1, 2),

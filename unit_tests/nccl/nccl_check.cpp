@@ -46,8 +46,7 @@ int check_combinations(ncclComm_t comm, int rank, int ranks) {
   Exec exec;
   combiner.prepare(exec);
   int failures = 0;
-  if (combiner.backend() != statexfer::CombineBackend::nccl || combiner.ranks() != ranks ||
-      combiner.rank() != rank) {
+  if (combiner.backend() != statexfer::CombineBackend::nccl || combiner.ranks() != ranks || combiner.rank() != rank) {
     std::fprintf(stderr, "rank %d: combiner reports rank %d of %d, backend %s\n", rank, combiner.rank(),
                  combiner.ranks(), statexfer::to_string(combiner.backend()));
     ++failures;
@@ -89,7 +88,9 @@ int check_captured_step(ncclComm_t comm, int rank, int ranks, int replays) {
   auto tables_h = Kokkos::create_mirror_view(tables);
   auto rows_h = Kokkos::create_mirror_view(state_rows);
   auto consumed_h = Kokkos::create_mirror_view(requests.consumed_tokens);
-  const auto live_byte = [&](std::int64_t s, std::int64_t b) { return static_cast<std::uint8_t>(31 * rank + 7 * s + b); };
+  const auto live_byte = [&](std::int64_t s, std::int64_t b) {
+    return static_cast<std::uint8_t>(31 * rank + 7 * s + b);
+  };
   for (std::int64_t s = 0; s < capacity; ++s) {
     for (std::int64_t b = 0; b < row_bytes; ++b) pool_h(1 + s, b) = live_byte(s, b);
     *reinterpret_cast<std::int64_t*>(&pool_h(1 + s, 0)) = end;
@@ -171,17 +172,17 @@ int check_captured_step(ncclComm_t comm, int rank, int ranks, int replays) {
           std::uint8_t expect = 0xee;
           if (s != faulty) {
             const std::int64_t kv = b - layout.region("kv").offset;
-            expect = b < 8 ? pool_h(1 + s, b)
-                     : (kv >= 0 && kv < kv_bytes)
-                         ? cache_h(s * width + end / page_tokens, kv)
-                         : live_byte(s, b);
+            expect = b < 8                        ? pool_h(1 + s, b)
+                     : (kv >= 0 && kv < kv_bytes) ? cache_h(s * width + end / page_tokens, kv)
+                                                  : live_byte(s, b);
           }
           right = pool_h(capacity + 1 + s, b) == expect;
         }
         if (!right && failures++ < 10)
-          std::fprintf(stderr, "rank %d, replay %d (command %lld faulted on rank %d): command %lld has code %d (want %d)%s\n",
-                       rank, k, static_cast<long long>(faulty), faulty_rank, static_cast<long long>(s), errors_h(s), want,
-                       errors_h(s) == want ? " but its snapshot row is wrong" : "");
+          std::fprintf(stderr,
+                       "rank %d, replay %d (command %lld faulted on rank %d): command %lld has code %d (want %d)%s\n",
+                       rank, k, static_cast<long long>(faulty), faulty_rank, static_cast<long long>(s), errors_h(s),
+                       want, errors_h(s) == want ? " but its snapshot row is wrong" : "");
       }
     }
     cudaGraphExecDestroy(instance);
