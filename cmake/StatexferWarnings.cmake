@@ -12,7 +12,14 @@
 # generated stubs, which are not ours to keep warning-free, and a warning in them
 # must not fail the build. The host presets (openmp, serial, debug, fuzz) carry it.
 
-option(STATEXFER_ENABLE_WERROR "Treat warnings in statexfer's own targets as errors (host compilers only)" OFF)
+# CI (the environment variable CI set, as .ci/run runs) turns it on for every preset.
+if(DEFINED ENV{CI} AND NOT "$ENV{CI}" STREQUAL "" AND NOT "$ENV{CI}" MATCHES "^(0|false|FALSE|no|NO|off|OFF)$")
+  set(_statexfer_werror_default ON)
+else()
+  set(_statexfer_werror_default OFF)
+endif()
+option(STATEXFER_ENABLE_WERROR "Treat warnings in statexfer's own targets as errors (host compilers only; default ON under CI)"
+       ${_statexfer_werror_default})
 
 set(_statexfer_warning_flags)
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
