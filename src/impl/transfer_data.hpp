@@ -1,0 +1,87 @@
+#ifndef STATEXFER_IMPL_TRANSFER_DATA_HPP
+#define STATEXFER_IMPL_TRANSFER_DATA_HPP
+
+// What a prepared transfer holds: its Views, the launch shapes prepare() chose,
+// the instance it is bound to, and the functors built from them.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include <statexfer/commands.hpp>
+#include <statexfer/pool.hpp>
+#include <statexfer/transfer.hpp>
+
+#include "apply_kernel.hpp"
+#include "device_types.hpp"
+#include "fused_kernel.hpp"
+#include "validate_kernel.hpp"
+#include "validate_sorted_kernel.hpp"
+
+namespace statexfer::impl {
+
+template <class ExecutionSpace>
+struct TransferData {
+  using memory_space = typename ExecutionSpace::memory_space;
+
+  StatePool<ExecutionSpace> pool;
+  StateCommands<ExecutionSpace> commands;
+  PageTable<ExecutionSpace> tables;
+  PageTable<ExecutionSpace> trailing_tables;
+  StateRows<ExecutionSpace> state_rows;
+  RequestState<ExecutionSpace> requests;
+  std::vector<PageBinding<ExecutionSpace>> pages;
+  std::vector<PageBinding<ExecutionSpace>> trailing_pages;
+
+  TransferShape shape{};
+  Kokkos::View<WorkItem*, memory_space> items;
+  Kokkos::View<RowPlan*, memory_space> plan;
+  SortedValidation<ExecutionSpace> sorted;  // capacities above max_capacity (the extension)
+  bool bulk = false;                        // prepare(): the device code has bulk copies (sm_90+ builds on Hopper+)
+  int validate_team_size = 1;               // asked of the policy in prepare()
+  int validate_vector_length = 1;
+  int apply_team_size = 1;
+  int fused_team_size = 0;  // validate_and_apply() in one launch (GPUs, C <= 64), else 0
+  bool prepared = false;
+  ExecutionSpace exec;  // the instance prepare() bound the transfer to
+
+  ValidateFunctor<ExecutionSpace> validate_functor() const {
+    ValidateFunctor<ExecutionSpace> f;
+    f.request_slots = commands.request_slots;
+    f.source_slots = commands.source_slots;
+    f.destination_slots = commands.destination_slots;
+    f.expected_consumed = commands.expected_consumed;
+    f.operation = commands.operation;
+    f.num_ops = commands.num_ops;
+    f.errors = commands.errors;
+    f.plan = plan;
+    f.memory_capacity = pool.memory_capacity();
+    f.backing = pool.backing();
+    f.tables = tables;
+    f.trailing_tables = shape.has_trailing ? trailing_tables : tables;
+    f.state_rows = state_rows;
+    f.request_consumed = requests.consumed_tokens;
+    f.shape = shape;
+    return f;
+  }
+
+  FusedFunctor<ExecutionSpace> fused_functor() const {
+    return FusedFunctor<ExecutionSpace>{validate_functor(), apply_functor()};
+  }
+
+  ApplyFunctor<ExecutionSpace> apply_functor() const {
+    ApplyFunctor<ExecutionSpace> f;
+    f.backing = pool.backing();
+    f.errors = commands.errors;
+    f.plan = plan;
+    f.items = items;
+    f.items_per_row = shape.work_items;
+    f.bulk = bulk ? 1 : 0;
+    return f;
+  }
+};
+
+}  // namespace statexfer::impl
+
+#endif
