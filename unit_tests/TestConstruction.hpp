@@ -725,7 +725,11 @@ TEST(TEST_CATEGORY, construction_validation_inputs_apart_from_written_memory) {
     CtorArgs s;  // errors: validate() writes them
     s.commands.errors = int32_view(reinterpret_cast<std::int32_t*>(s.pool.backing().data() + 3 * rb), 4);
     EXPECT_TRUE(rejects(s, {"commands.errors", "pool backing"}));
-    s.commands.errors = int32_view(reinterpret_cast<std::int32_t*>(s.commands.operation.data() + 2), 4);
+    // errors over the second half of operation, both inside one allocation (a
+    // View past the end of its allocation would fail to read back on CUDA).
+    Kokkos::View<std::int32_t*, Exec::memory_space> both("operation_and_errors", 6);
+    s.commands.operation = int32_view(both.data(), 4);
+    s.commands.errors = int32_view(both.data() + 2, 4);
     EXPECT_TRUE(rejects(s, {"commands.operation", "overlaps commands.errors"}));
   }
   {
