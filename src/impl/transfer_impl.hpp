@@ -28,14 +28,17 @@ namespace statexfer {
 template <class ExecutionSpace>
 const impl::TransferData<ExecutionSpace>& PreparedStateTransfer<ExecutionSpace>::ready(
     const char* call, const ExecutionSpace* exec) const {
-  const std::string name = std::string("statexfer::PreparedStateTransfer::") + call;
-  if (!data_) throw std::logic_error(name + ": the transfer was moved from");
+  // Messages are built only on failure: a call that goes through does no host allocation.
+  const auto message = [call](const char* what) {
+    return std::string("statexfer::PreparedStateTransfer::") + call + ": " + what;
+  };
+  if (!data_) throw std::logic_error(message("the transfer was moved from"));
   const auto& d = *data_;
-  if (!d.prepared) throw std::logic_error(name + ": prepare() must complete first");
+  if (!d.prepared) throw std::logic_error(message("prepare() must complete first"));
   if (exec != nullptr && !impl::same_instance(*exec, d.exec))
-    throw std::invalid_argument(name +
-                                ": exec is not the execution space instance prepare() bound the transfer to "
-                                "(one transfer serves one stream; call prepare(exec) to rebind)");
+    throw std::invalid_argument(
+        message("exec is not the execution space instance prepare() bound the transfer to "
+                "(one transfer serves one stream; call prepare(exec) to rebind)"));
   return d;
 }
 
