@@ -272,7 +272,15 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.items = Kokkos::View<impl::WorkItem*, memory_space>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::work_items"), work.size());
   d.plan = Kokkos::View<impl::RowPlan*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::plan"), cu);
-  if (impl::SortedValidation<ExecutionSpace>::applies(c)) d.sorted.allocate(d.shape);
+  if (impl::SortedValidation<ExecutionSpace>::applies(c)) {
+    // Tuning diagnostics (README): keys per sort chunk and look-up teams per chunk.
+    const std::int64_t chunk =
+        impl::env_integer("STATEXFER_VALIDATE_CHUNK", impl::SortedValidation<ExecutionSpace>::max_chunk, 64, 4096);
+    if ((chunk & (chunk - 1)) != 0)
+      reject("STATEXFER_VALIDATE_CHUNK must be a power of two, got " + std::to_string(chunk));
+    const auto groups = static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_GROUPS", 1, 1, 64));
+    d.sorted.allocate(d.shape, chunk, groups);
+  }
   Kokkos::deep_copy(d.items,
                     Kokkos::View<const impl::WorkItem*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
                         work.data(), work.size()));

@@ -180,6 +180,7 @@ struct SortedWork {
   int arrays = 3;                                    // 5 with trailing bindings
   int chunk = 1;                                     // keys per chunk (a power of two)
   int chunks = 1;                                    // chunks per array
+  int groups = 1;                                    // teams per chunk, each answering a slice of the rows
   int in_scratch = 1;                                // a chunk fits in team scratch level 0
 };
 
@@ -214,7 +215,9 @@ struct SortedLookupFunctor {
   SortedWork<memory_space> work;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
-    const int a = team.league_rank() / work.chunks, chunk = team.league_rank() - a * work.chunks;
+    const int per_array = work.chunks * work.groups;
+    const int a = team.league_rank() / per_array, in_array = team.league_rank() - a * per_array;
+    const int chunk = in_array / work.groups, group = in_array - chunk * work.groups;
     const int c = static_cast<int>(shape.capacity), n = work.chunk;
     std::uint64_t* keys = work.keys.data() + std::int64_t(a) * c + std::int64_t(chunk) * n;
     std::uint64_t* sorted = keys;
@@ -229,7 +232,10 @@ struct SortedLookupFunctor {
     const std::int64_t count = num_ops(0);
     const int live = count < 0 || count > c ? 0 : static_cast<int>(count);
     const std::int64_t rows = shape.rows;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
+    // Each of the chunk's teams sorts it (cheap next to the look-ups) and answers a slice of the rows.
+    const int first = static_cast<int>(std::int64_t(live) * group / work.groups);
+    const int last = static_cast<int>(std::int64_t(live) * (group + 1) / work.groups);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](const int r) {
       const RowRecord& q = work.records(r);
       std::uint8_t* out = work.lookups.data() + (std::int64_t(r) * work.chunks + chunk) * lookup_bytes;
       if (a == sorted_dst) {
@@ -329,7 +335,9 @@ struct SortedValidation {
   /// each row's searches to at most 4 chunks.
   static constexpr std::int64_t max_chunk = 1024;
 
-  void allocate(const TransferShape& shape) {
+  /// `chunk_limit`: keys per chunk at most (a power of two); `groups`: teams per
+  /// chunk, each looking up its slice of the rows (perf_tests/RESULTS.md).
+  void allocate(const TransferShape& shape, std::int64_t chunk_limit = max_chunk, int groups = 1) {
     const std::int64_t c = shape.capacity;
     work.arrays = shape.has_trailing ? 5 : 3;
     using Kokkos::view_alloc;
@@ -338,8 +346,9 @@ struct SortedValidation {
     work.keys = decltype(work.keys)(view_alloc(WithoutInitializing, "statexfer::validate_keys"), work.arrays * c);
     // Each byte that launch 3 reads is written by launch 2 of the same validate();
     // zeros keep the others defined.
-    work.chunk = static_cast<int>(std::min<std::int64_t>(c, max_chunk));
+    work.chunk = static_cast<int>(std::min<std::int64_t>(c, chunk_limit));
     work.chunks = static_cast<int>(c / work.chunk);
+    work.groups = std::max(1, groups);
     work.lookups = decltype(work.lookups)("statexfer::validate_lookups", c * work.chunks * lookup_bytes);
     // Sorted in team scratch when a chunk fits (8 KiB; Kokkos 3.4 on CUDA offers 40 KiB).
     work.in_scratch =
@@ -358,7 +367,7 @@ struct SortedValidation {
     return work.in_scratch ? static_cast<std::size_t>(work.chunk) * sizeof(std::uint64_t) : 0;
   }
 
-  int teams() const noexcept { return work.arrays * work.chunks; }
+  int teams() const noexcept { return work.arrays * work.chunks * work.groups; }
 
   /// The sort team: a thread per compare-exchange of a network step (half a
   /// chunk) up to what the policy allows; one thread on hosts, where the chunks
