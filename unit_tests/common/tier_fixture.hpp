@@ -206,6 +206,13 @@ struct TierRig {
       transfer->apply(exec);
     }
     exec.fence();
+    return check(k, what);
+  }
+
+  /// After the device ran `k` (and was fenced): the oracle on the host images
+  /// must give the device's codes and bytes; the images become the expected
+  /// memory. Returns the codes.
+  std::vector<std::int32_t> check(const TierCommands& k, const std::string& what) {
     const std::vector<std::int32_t> codes = oracle_run(k);
     EXPECT_EQ(download(commands.errors), codes) << what;
     EXPECT_TRUE(same_bytes(download(pool.backing()), pool_h, "pool", test_row_bytes)) << what;
