@@ -236,8 +236,7 @@ int main(int argc, char** argv) {
         CHECK(cudaEventDestroy(b));
       };
       overlapped("(b) graph memcpy", memcpy_graph_step);
-      overlapped(std::string("(a) ") + kernels[1].name,
-                 [&] { CHECK(cudaGraphLaunch(kernel_graphs[1], s)); });
+      overlapped(std::string("(a) ") + kernels[1].name, [&] { CHECK(cudaGraphLaunch(kernel_graphs[1], s)); });
       for (auto g : kernel_graphs) CHECK(cudaGraphExecDestroy(g));
       CHECK(cudaGraphExecDestroy(memcpy_graph));
       CHECK(cudaGraphExecDestroy(pieces_graph));
