@@ -42,6 +42,7 @@
 #include "common/case_factory.hpp"
 #include "common/reference.hpp"
 #include "common/reference_check.hpp"
+#include "common/tool_counts.hpp"
 
 namespace {
 namespace large_batch {
@@ -359,49 +360,7 @@ struct Bound {
   }
 };
 
-// Kokkos Tools counters for the launch tests, with the names of what was
-// allocated or fenced (UnitTestMain.cpp tells Kokkos the tool needs no fences).
-struct ToolCounts {
-  static inline int parallel_for = 0, allocations = 0, fences = 0, deep_copies = 0;
-  static inline std::string names;
-  static void reset() {
-    parallel_for = allocations = fences = deep_copies = 0;
-    names.clear();
-  }
-  static void on_for(const char*, std::uint32_t, std::uint64_t* id) { ++parallel_for, *id = 0; }
-  static void on_allocate(Kokkos_Profiling_SpaceHandle, const char* label, const void*, std::uint64_t bytes) {
-    ++allocations;
-    names += std::string(" allocate '") + label + "' (" + std::to_string(bytes) + " bytes);";
-  }
-  static void on_fence(const char* name, std::uint32_t, std::uint64_t* id) {
-    ++fences, *id = 0;
-    names += std::string(" fence '") + name + "';";
-  }
-  static void on_deep_copy(Kokkos_Profiling_SpaceHandle, const char* dst, const void*, Kokkos_Profiling_SpaceHandle,
-                           const char*, const void*, std::uint64_t) {
-    ++deep_copies;
-    names += std::string(" deep_copy to '") + dst + "';";
-  }
-  /// Runs `body` with the counters, from zero, installed as Kokkos Tools callbacks.
-  template <class Body>
-  static void count(Body&& body) {
-    namespace kt = Kokkos::Tools::Experimental;
-    const auto saved = kt::get_callbacks();
-    reset();
-    kt::set_begin_parallel_for_callback(&on_for);
-    kt::set_allocate_data_callback(&on_allocate);
-    kt::set_begin_fence_callback(&on_fence);
-    kt::set_begin_deep_copy_callback(&on_deep_copy);
-    body();
-    kt::set_callbacks(saved);
-  }
-  /// What stream capture needs: no allocation, no fence, no deep copy.
-  static void expect_capturable() {
-    EXPECT_EQ(allocations, 0) << names;
-    EXPECT_EQ(fences, 0) << names;
-    EXPECT_EQ(deep_copies, 0) << names;
-  }
-};
+using statexfer::test::ToolCounts;
 
 }  // namespace large_batch
 

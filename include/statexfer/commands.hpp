@@ -19,13 +19,22 @@ namespace statexfer {
 /// applies; any other code means it writes nothing.
 enum class CommandError : std::int32_t {
   none = 0,
-  invalid_operation = 1,  ///< operation is neither 0 (copy) nor 1 (reset)
+  invalid_operation = 1,  ///< operation is not 0 (copy) or 1 (reset), nor 2..4 with a host tier bound
   invalid_slots = 2,      ///< request slot, source or destination row do not form a snapshot, restore or reset
   invalid_endpoint = 3,   ///< expected_consumed does not match the consumed tokens (or is not 0 for a reset)
   alias_conflict = 4,     ///< another live command writes what this one reads or writes (rows or pages)
   invalid_count = 5,      ///< num_ops is negative or larger than the capacity (every row)
   invalid_page = 6,       ///< the partial (or trailing) page is unmapped or past the usable page count
 };
+
+/// Values of StateCommands::operation (docs/CONTRACT.md §2, §12). Operations 2..4
+/// move rows to and from the host tier (HostTier) and are valid only when the
+/// transfer has one; without it they get code 1 like any unknown value.
+inline constexpr std::int32_t op_copy = 0;               ///< snapshot or restore between device rows
+inline constexpr std::int32_t op_reset = 1;              ///< zero the request's live row
+inline constexpr std::int32_t op_offload = 2;            ///< device row src -> host row dst
+inline constexpr std::int32_t op_onload = 3;             ///< host row src -> device row dst
+inline constexpr std::int32_t op_restore_from_host = 4;  ///< a restore whose source is host row src
 
 /// "none", "invalid_operation", ... ; "unknown" for values outside 0..6.
 const char* to_string(CommandError code) noexcept;
@@ -68,9 +77,9 @@ struct StateCommands {
   using int32_view = Kokkos::View<std::int32_t*, memory_space>;
 
   int64_view request_slots;      ///< request slot (row of page tables and state rows) per command
-  int64_view source_slots;       ///< source pool row (-1 for a reset)
-  int64_view destination_slots;  ///< destination pool row
-  int32_view operation;          ///< 0 = copy, 1 = reset
+  int64_view source_slots;       ///< source row (-1 for a reset); a host row for operations 3 and 4
+  int64_view destination_slots;  ///< destination row; a host row for operation 2
+  int32_view operation;  ///< op_copy, op_reset, or (with a host tier) op_offload, op_onload, op_restore_from_host
   int64_view expected_consumed;  ///< endpoint in tokens (0 for a reset)
   int32_view num_ops;            ///< [1]: live command count
   int32_view errors;             ///< device-written CommandError per command

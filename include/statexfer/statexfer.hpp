@@ -1,10 +1,11 @@
 #ifndef STATEXFER_STATEXFER_HPP
 #define STATEXFER_STATEXFER_HPP
 
-// Everything public: layout, pool, commands, prepared transfers, error combining.
+// Everything public: layout, pool, host tier, commands, prepared transfers, error combining.
 
 #include <statexfer/combine.hpp>
 #include <statexfer/commands.hpp>
+#include <statexfer/host_tier.hpp>
 #include <statexfer/layout.hpp>
 #include <statexfer/pool.hpp>
 #include <statexfer/transfer.hpp>

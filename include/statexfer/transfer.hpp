@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <statexfer/commands.hpp>
+#include <statexfer/host_tier.hpp>
 #include <statexfer/layout.hpp>
 #include <statexfer/pool.hpp>
 
@@ -50,6 +51,8 @@ struct TransferConfig {
   PageTable<ExecutionSpace> trailing_tables;
   /// Regions that row copies leave alone; bindings on them are dropped.
   std::vector<std::string> excluded_regions;
+  /// Host rows for operations 2..4 (docs/CONTRACT.md §12); empty: no host tier.
+  HostTier<ExecutionSpace> host_tier;
 };
 
 namespace impl {

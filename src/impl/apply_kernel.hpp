@@ -26,7 +26,6 @@ struct ApplyFunctor {
   using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
   using member_type = typename policy_type::member_type;
 
-  Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, memory_space> backing;
   Kokkos::View<const std::int32_t*, memory_space> errors;
   Kokkos::View<const RowPlan*, memory_space> plan;
   Kokkos::View<const WorkItem*, memory_space> items;
@@ -99,15 +98,17 @@ struct ApplyFunctor {
     if (!(p.flags & plan_active) || error != 0) return;
     const bool copy = (p.flags & plan_copy) != 0;
     const bool snapshot = (p.flags & plan_snapshot) != 0;
+    // Host tier rows are reached through mapped (UVA) addresses: the team's loads and stores, not bulk copies.
+    if (p.flags & plan_host) staging = nullptr;
 
     if (item.kind == work_row) {
-      std::uint8_t* dst = &backing(p.dst, 0) + item.offset;
+      std::uint8_t* dst = p.dst_row + item.offset;
       if (!copy) {
         zero_range(team, dst, item.length);
         return;
       }
       if (snapshot && item.binding >= 0 && page_written(p, item.page, item.part)) return;
-      copy_range(team, staging, dst, &backing(p.src, 0) + item.offset, item.length);
+      copy_range(team, staging, dst, p.src_row + item.offset, item.length);
       return;
     }
 
@@ -124,9 +125,9 @@ struct ApplyFunctor {
     std::uint8_t* cache = b.cache + page * b.page_bytes + item.offset;
     const std::int64_t in_row = b.region_offset + item.part * b.page_bytes + item.offset;
     if (snapshot)
-      copy_range(team, staging, &backing(p.dst, 0) + in_row, cache, item.length);
+      copy_range(team, staging, p.dst_row + in_row, cache, item.length);
     else
-      copy_range(team, staging, cache, &backing(p.src, 0) + in_row, item.length);
+      copy_range(team, staging, cache, p.src_row + in_row, item.length);
   }
 };
 

@@ -36,10 +36,12 @@ struct WorkItem {
 };
 
 /// What validate() decided for one command row; apply() acts on it when the
-/// row's error (possibly combined across ranks since) is still 0.
+/// row's error (possibly combined across ranks since) is still 0. The rows are
+/// held as base addresses, in the device pool or the host tier, so that apply()
+/// need not know which tier a row is in (null unless the row applies).
 struct RowPlan {
-  std::int64_t src;
-  std::int64_t dst;
+  const std::uint8_t* src_row;  // copies: the source row
+  std::uint8_t* dst_row;
   std::int32_t flags;
   std::int32_t page;      // main partial page
   std::int32_t tpage[2];  // trailing pages, parts 0 and 1
@@ -53,12 +55,14 @@ enum PlanFlag : std::int32_t {
   plan_trailing0 = 16,           // trailing part 0 active
   plan_trailing1 = 32,           // trailing part 1 active
   plan_trailing0_shadowed = 64,  // restore: part 1 writes the same cache page after part 0
+  plan_host = 128,               // a row is in the host tier: no bulk copies (TMA) on it
 };
 
 /// Device-side constants of a prepared transfer.
 struct TransferShape {
-  std::int64_t capacity;  // C
-  std::int64_t rows;      // pool rows
+  std::int64_t capacity;   // C
+  std::int64_t rows;       // pool rows
+  std::int64_t host_rows;  // host tier rows (0: no host tier; operations 2..4 are unknown then)
   std::int64_t row_bytes;
   std::int64_t consumed_offset;  // byte offset of consumed_tokens (8-aligned)
   std::int64_t page_tokens;      // PT

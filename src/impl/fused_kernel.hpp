@@ -66,7 +66,7 @@ struct FusedFunctor {
     const bool t_conflict[2] = {((bits >> 10) & 1023) != 0, ((bits >> 20) & 1023) != 0};
     std::int32_t code;
     RowPlan p;
-    finish_row(q, k, (bits & 1023) != 0, t_conflict, lim.pages, code, p);
+    finish_row(q, k, (bits & 1023) != 0, t_conflict, lim.pages, validate.row_bases, code, p);
     if (item_index == 0 && team.team_rank() == 0) {
       validate.errors(r) = code;
       validate.plan(r) = p;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <statexfer/commands.hpp>
+#include <statexfer/host_tier.hpp>
 #include <statexfer/pool.hpp>
 #include <statexfer/transfer.hpp>
 
@@ -31,6 +32,7 @@ struct TransferData {
   PageTable<ExecutionSpace> trailing_tables;
   StateRows<ExecutionSpace> state_rows;
   RequestState<ExecutionSpace> requests;
+  HostTier<ExecutionSpace> host_tier;  // empty: no host tier
   std::vector<PageBinding<ExecutionSpace>> pages;
   std::vector<PageBinding<ExecutionSpace>> trailing_pages;
 
@@ -62,6 +64,9 @@ struct TransferData {
     f.trailing_tables = shape.has_trailing ? trailing_tables : tables;
     f.state_rows = state_rows;
     f.request_consumed = requests.consumed_tokens;
+    f.host_backing = host_tier.backing();
+    f.host_capacity = host_tier.capacity();
+    f.row_bases = RowBases{pool.backing().data(), host_tier.backing().data(), shape.row_bytes};
     f.shape = shape;
     return f;
   }
@@ -72,7 +77,6 @@ struct TransferData {
 
   ApplyFunctor<ExecutionSpace> apply_functor() const {
     ApplyFunctor<ExecutionSpace> f;
-    f.backing = pool.backing();
     f.errors = commands.errors;
     f.plan = plan;
     f.items = items;

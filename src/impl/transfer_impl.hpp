@@ -19,6 +19,7 @@
 #include <statexfer/transfer.hpp>
 
 #include "argument_checks.hpp"
+#include "host_tier_checks.hpp"
 #include "instance_setup.hpp"
 #include "transfer_data.hpp"
 #include "work_map.hpp"
@@ -208,6 +209,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
       {"the pool backing", impl::byte_range(pool.backing())}};
   for (const auto& [region, cache] : caches)
     written.emplace_back("the cache of binding '" + region + "'", impl::byte_range(cache));
+  if (!config.host_tier.empty()) impl::check_host_tier(pool, config.host_tier, caches, inputs, written);
   const impl::ByteRange errors = impl::byte_range(commands.errors);
   for (const auto& [name, range] : written)
     if (impl::ranges_overlap(errors, range))
@@ -226,9 +228,11 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.trailing_tables = config.trailing_tables;
   d.state_rows = config.state_rows;
   d.requests = config.requests;
+  d.host_tier = config.host_tier;
 
   d.shape.capacity = c;
   d.shape.rows = pool.rows();
+  d.shape.host_rows = config.host_tier.empty() ? 0 : config.host_tier.rows();
   d.shape.row_bytes = layout.row_bytes();
   d.shape.consumed_offset = consumed.offset;
   d.shape.page_tokens = config.page_tokens;

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include <statexfer/host_tier.hpp>
+
 #include "device_types.hpp"
 
 namespace statexfer::impl {
@@ -25,17 +27,44 @@ namespace statexfer::impl {
 struct RowRecord {
   std::int64_t src;
   std::int64_t dst;
+  std::int64_t src_key;  // row_key() of the row it reads (its tier's), -1 when it reads none
+  std::int64_t dst_key;  // row_key() of the row it writes
   std::int64_t end;
   std::int64_t state;             // state_rows[slot][0] for a valid slot, else 0
   std::int64_t request_consumed;  // request_consumed[slot][0] for a valid slot, else -1
-  std::int64_t pool_consumed;     // consumed_tokens of row src when it is a pool row, else -1
+  std::int64_t pool_consumed;     // consumed_tokens of row src in its tier when it is a row there, else -1
   std::int64_t table_entry;       // tables[slot][end / PT] when slot, endpoint and page are in range, else -1
   std::int64_t tpage[2];          // trailing_tables entry of each part when the part is used, else trailing_unused
   std::int64_t logical;           // end / PT when end > 0, else -1
   std::int64_t rem;               // end % PT when end > 0, else 0
   std::int32_t op;
   std::int32_t valid_slot;  // 0 <= slot < C
+  std::int32_t kind;        // RowKind bits
+  std::int32_t unused;
 };
+
+/// What a row's operation does (docs/CONTRACT.md §12): operations 2..4 count
+/// only with a host tier; without one they are unknown values (code 1) that
+/// write a device row and read none, as any other unknown operation.
+enum RowKind : std::int32_t {
+  row_reads = 1,     // copies a source row: operation 0, or 2..4 with a host tier
+  row_pages = 2,     // moves cache pages: operation 0, or 4 (a restore) with a host tier
+  row_src_host = 4,  // its source is a host row (3, 4)
+  row_dst_host = 8,  // its destination is a host row (2)
+  row_tier_op = 16,  // operation 2..4 with a host tier
+  row_no_slot = 32,  // request slot -1 (tier moves 2 and 3 need it)
+};
+
+/// A row of either tier as one int64, so that equal keys mean the same row:
+/// device row v in (0, rows) is v, host row h in (0, host_rows) is rows + h,
+/// anything else -1 (which no row that reaches the conflict checks has).
+KOKKOS_INLINE_FUNCTION std::int64_t row_key(bool host, std::int64_t v, std::int64_t rows, std::int64_t host_rows) {
+  if (host) return v > 0 && v < host_rows ? rows + v : -1;
+  return v > 0 && v < rows ? v : -1;
+}
+
+/// The row's source is the request's live row (a snapshot); never for a host source.
+KOKKOS_INLINE_FUNCTION bool is_snapshot_row(const RowRecord& q) { return !(q.kind & row_src_host) && q.src == q.state; }
 
 inline constexpr std::int64_t trailing_unused = INT64_MIN;
 
@@ -63,6 +92,7 @@ KOKKOS_INLINE_FUNCTION void divide_tokens(std::int64_t end, std::int64_t pt, std
 struct ValidateLimits {
   std::int64_t count;
   std::int64_t slots;
+  std::int64_t host_slots;  // HOST_SLOTS: min(host capacity, host rows); 0 without a host tier
   std::int64_t pages;
   std::int64_t page_tokens;
   std::int64_t width;
@@ -77,9 +107,10 @@ struct RowCheck {
   std::int64_t t_page[2];  // trailing page of each active part (-1: logical page past W)
   std::int32_t code;       // code so far
   bool live;
-  bool check;  // live and code 0 so far: conflicts and pages decide
-  bool copying;
-  bool restore;       // a valid restore
+  bool check;         // live and code 0 so far: conflicts and pages decide
+  bool copying;       // copies a row (operation 0, or a tier move)
+  bool pages;         // moves cache pages (operation 0, or 4)
+  bool restore;       // a valid restore (from a device or a host row)
   bool snapshot_row;  // src is the request's live row (trailing peers skip snapshot pairs)
   bool tail;          // the endpoint ends mid-page
   bool t_active[2];   // trailing part checked and written
@@ -91,25 +122,42 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
   RowCheck k{};
   k.live = r < lim.count;
   const bool valid_row = q.valid_slot && q.state > 0 && q.state < lim.slots;
+  const bool src_host = (q.kind & row_src_host) != 0;
+  const bool src_usable = src_host ? q.src > 0 && q.src < lim.host_slots : q.src > 0 && q.src < lim.slots;
   const bool snapshot = valid_row && q.src == q.state && q.dst > 0 && q.dst < lim.slots && q.src != q.dst;
-  k.restore = valid_row && q.dst == q.state && q.src > 0 && q.src < lim.slots && q.src != q.dst;
+  k.restore = valid_row && q.dst == q.state && src_usable && (src_host || q.src != q.dst);
   const bool reset = valid_row && q.op == 1 && q.src == -1 && q.dst == q.state;
-  k.copying = q.op == 0;
-  k.snapshot_row = q.src == q.state;
-  const bool valid_slots = (k.copying && (snapshot || k.restore)) || reset;
+  k.copying = (q.kind & row_reads) != 0;
+  k.pages = (q.kind & row_pages) != 0;
+  k.snapshot_row = is_snapshot_row(q);
+  // Tier moves (§12): no request slot, a row of each tier.
+  const bool dst_host = (q.kind & row_dst_host) != 0;
+  const bool moved =
+      (q.kind & row_no_slot) && src_usable && q.dst > 0 && q.dst < (dst_host ? lim.host_slots : lim.slots);
+  bool valid_slots;
+  if (q.op == 0)
+    valid_slots = snapshot || k.restore;
+  else if (q.op == 4)
+    valid_slots = k.restore;
+  else if (k.copying)
+    valid_slots = moved;  // 2, 3
+  else
+    valid_slots = reset;
   std::int64_t consumed = -1;
-  if (snapshot)
+  if (q.op == 0 && snapshot)
     consumed = q.request_consumed;
-  else if (k.copying && q.src > 0 && q.src < lim.slots)
+  else if (k.copying && src_usable)
     consumed = q.pool_consumed;
-  const bool valid_endpoint = k.copying ? (q.end > 0 && q.end == consumed && q.end <= lim.width * pt) : q.end == 0;
-  k.tail = k.copying && q.end > 0 && q.rem != 0;
+  // The largest endpoint bounds what may meet a page table: not for 2, 3.
+  const bool within = !k.pages || q.end <= lim.width * pt;
+  const bool valid_endpoint = k.copying ? (q.end > 0 && q.end == consumed && within) : q.end == 0;
+  k.tail = k.pages && q.end > 0 && q.rem != 0;
   k.page = (k.live && k.tail && valid_slots) ? q.table_entry : -1;
   if (lim.bad_count)
     k.code = 5;
   else if (!k.live)
     k.code = 0;
-  else if (q.op != 0 && q.op != 1)
+  else if (q.op != 0 && q.op != 1 && !(q.kind & row_tier_op))
     k.code = 1;
   else if (!valid_slots)
     k.code = 2;
@@ -120,7 +168,7 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
   // latter when at least two tokens of the last page are filled).
   for (int part = 0; part < 2; ++part) {
     k.t_active[part] =
-        lim.has_trailing && k.check && k.copying && q.end > 1 && q.logical - 1 + part >= 0 && (part == 0 || q.rem >= 2);
+        lim.has_trailing && k.check && k.pages && q.end > 1 && q.logical - 1 + part >= 0 && (part == 0 || q.rem >= 2);
     k.t_used[part] = q.tpage[part] != trailing_unused;
     k.t_page[part] = k.t_used[part] ? q.tpage[part] : -1;
   }
@@ -129,16 +177,24 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
 
 /// o_page of docs/CONTRACT.md §4: the partial page another row's conflict check sees, or -1.
 KOKKOS_INLINE_FUNCTION std::int64_t peer_page(const RowRecord& o) {
-  const bool copy = o.op == 0;
-  const bool tail = copy && (o.src == o.state || o.dst == o.state) && o.end > 0 && o.rem != 0;
+  const bool pages = (o.kind & row_pages) != 0;
+  const bool tail = pages && (is_snapshot_row(o) || o.dst == o.state) && o.end > 0 && o.rem != 0;
   return tail ? o.table_entry : -1;
 }
+
+/// Where the rows of each tier start, for the plan's row addresses.
+struct RowBases {
+  std::uint8_t* device;  // the pool backing
+  std::uint8_t* host;    // the host tier backing (null without one)
+  std::int64_t row_bytes;
+};
 
 /// Code and plan of one row from its own checks and the conflicts found with the
 /// other live rows: `conflict` (rows, main partial pages) and `t_conflict` (the
 /// trailing page of each active part).
 KOKKOS_INLINE_FUNCTION void finish_row(const RowRecord& q, const RowCheck& k, bool conflict, const bool t_conflict[2],
-                                       std::int64_t pages, std::int32_t& code_out, RowPlan& plan_out) {
+                                       std::int64_t pages, const RowBases& bases, std::int32_t& code_out,
+                                       RowPlan& plan_out) {
   std::int32_t code = k.code;
   if (k.check) {
     if (conflict)
@@ -146,7 +202,7 @@ KOKKOS_INLINE_FUNCTION void finish_row(const RowRecord& q, const RowCheck& k, bo
     else if (k.tail && (k.page < 0 || k.page >= pages))
       code = 6;
   }
-  RowPlan p{q.src, q.dst, 0, static_cast<std::int32_t>(k.page), {-1, -1}};
+  RowPlan p{nullptr, nullptr, 0, static_cast<std::int32_t>(k.page), {-1, -1}};
   if (code == 0 && k.check) {
     // Part 1 is checked after part 0, so its code wins, as in docs/CONTRACT.md §4's order.
     for (int part = 0; part < 2; ++part) {
@@ -161,8 +217,13 @@ KOKKOS_INLINE_FUNCTION void finish_row(const RowRecord& q, const RowCheck& k, bo
       p.flags |= plan_trailing0_shadowed;
   }
   if (code == 0 && k.live) {
+    // Code 0 puts dst (and a copy's src) inside its tier's usable rows.
+    const bool src_host = (q.kind & row_src_host) != 0, dst_host = (q.kind & row_dst_host) != 0;
+    p.dst_row = (dst_host ? bases.host : bases.device) + q.dst * bases.row_bytes;
     p.flags |= plan_active;
+    if (src_host || dst_host) p.flags |= plan_host;
     if (k.copying) {
+      p.src_row = (src_host ? bases.host : bases.device) + q.src * bases.row_bytes;
       p.flags |= plan_copy;
       if (k.snapshot_row) p.flags |= plan_snapshot;
       if (k.tail) p.flags |= plan_page;
@@ -176,10 +237,10 @@ KOKKOS_INLINE_FUNCTION void finish_row(const RowRecord& q, const RowCheck& k, bo
 
 /// What a row offers the conflict checks of the other rows (ValidateFunctor):
 /// keys that a checked row compares with equality only. A checked row has
-/// 0 < dst (and 0 < src for copies) and a page >= 0, so -1 stands for "none".
+/// row keys > 0 (row_key) and a page >= 0, so -1 stands for "none".
 struct PeerKeys {
-  std::int64_t dst;
-  std::int64_t src;           // copies: src, else -1
+  std::int64_t dst;           // row_key of its destination
+  std::int64_t src;           // row_key of the row it reads, else -1
   std::int64_t page_any;      // o_page
   std::int64_t page_restore;  // o_page of a copy into its request's live row (a restore), else -1
   std::int64_t tpage[2];      // trailing entries of a copy with a valid slot, else trailing_unused
@@ -188,15 +249,15 @@ struct PeerKeys {
 };
 
 KOKKOS_INLINE_FUNCTION PeerKeys peer_keys(const RowRecord& o) {
-  const bool copy = o.op == 0;
+  const bool pages = (o.kind & row_pages) != 0;
   const std::int64_t page = peer_page(o);
-  const bool trailing = copy && o.valid_slot;
-  return PeerKeys{o.dst,
-                  copy ? o.src : -1,
+  const bool trailing = pages && o.valid_slot;
+  return PeerKeys{o.dst_key,
+                  o.src_key,
                   page,
-                  copy && o.dst == o.state ? page : -1,
+                  pages && o.dst == o.state ? page : -1,
                   {trailing ? o.tpage[0] : trailing_unused, trailing ? o.tpage[1] : trailing_unused},
-                  o.src == o.state,
+                  is_snapshot_row(o),
                   0};
 }
 
@@ -204,7 +265,7 @@ KOKKOS_INLINE_FUNCTION PeerKeys peer_keys(const RowRecord& o) {
 /// pages, 1 << 10 trailing part 0, 1 << 20 trailing part 1 (so that a sum over at
 /// most 64 peers keeps them apart).
 KOKKOS_INLINE_FUNCTION int pair_conflicts(const RowRecord& q, const RowCheck& k, const PeerKeys& p) {
-  const bool rows = q.dst == p.dst || (k.copying && q.src == p.dst) || q.dst == p.src ||
+  const bool rows = q.dst_key == p.dst || (k.copying && q.src_key == p.dst) || q.dst_key == p.src ||
                     (k.page >= 0 && k.page == (k.restore ? p.page_any : p.page_restore));
   int bits = rows ? 1 : 0;
   if (!(k.snapshot_row && p.snapshot_row)) {
@@ -236,6 +297,9 @@ struct ValidateFunctor {
   Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, memory_space> tables, trailing_tables;
   Kokkos::View<const std::int64_t**, Kokkos::LayoutRight, memory_space> state_rows;
   Kokkos::View<const std::int64_t**, Kokkos::LayoutStride, memory_space> request_consumed;
+  Kokkos::View<const std::uint8_t**, Kokkos::LayoutRight, host_tier_memory_space_t<ExecutionSpace>> host_backing;
+  Kokkos::View<const std::int64_t*, memory_space> host_capacity;  // read only with a host tier
+  RowBases row_bases;
   TransferShape shape;
 
   static std::size_t scratch_bytes(std::int64_t capacity) {
@@ -253,9 +317,23 @@ struct ValidateFunctor {
     q.valid_slot = slot >= 0 && slot < shape.capacity;
     q.state = q.valid_slot ? state_rows(slot, 0) : 0;
     q.request_consumed = q.valid_slot ? request_consumed(slot, 0) : -1;
-    q.pool_consumed = (q.src > 0 && q.src < shape.rows)
-                          ? *reinterpret_cast<const std::int64_t*>(&backing(q.src, shape.consumed_offset))
-                          : -1;
+    const bool tier_op = shape.host_rows > 0 && q.op >= 2 && q.op <= 4;
+    q.kind = (q.op == 0 || tier_op ? row_reads : 0) | (q.op == 0 || (tier_op && q.op == 4) ? row_pages : 0) |
+             (tier_op && q.op != 2 ? row_src_host : 0) | (tier_op && q.op == 2 ? row_dst_host : 0) |
+             (tier_op ? row_tier_op : 0) | (slot == -1 ? row_no_slot : 0);
+    q.unused = 0;
+    const bool src_host = (q.kind & row_src_host) != 0;
+    q.src_key = (q.kind & row_reads) ? row_key(src_host, q.src, shape.rows, shape.host_rows) : -1;
+    q.dst_key = row_key((q.kind & row_dst_host) != 0, q.dst, shape.rows, shape.host_rows);
+    // consumed_tokens of the source in its own tier (pinned host memory for a host row on CUDA).
+    if (src_host)
+      q.pool_consumed = q.src > 0 && q.src < shape.host_rows
+                            ? *reinterpret_cast<const std::int64_t*>(&host_backing(q.src, shape.consumed_offset))
+                            : -1;
+    else
+      q.pool_consumed = (q.src > 0 && q.src < shape.rows)
+                            ? *reinterpret_cast<const std::int64_t*>(&backing(q.src, shape.consumed_offset))
+                            : -1;
     q.logical = -1;
     q.rem = 0;
     if (q.end > 0) divide_tokens(q.end, pt, shape.page_shift, q.logical, q.rem);
@@ -272,8 +350,10 @@ struct ValidateFunctor {
 
   KOKKOS_INLINE_FUNCTION ValidateLimits limits() const {
     const std::int64_t count = num_ops(0);
+    const std::int64_t host_cap = shape.host_rows > 0 ? host_capacity(0) : 0;
     return ValidateLimits{count,
                           memory_capacity(0) < shape.rows ? memory_capacity(0) : shape.rows,
+                          host_cap < shape.host_rows ? host_cap : shape.host_rows,
                           memory_capacity(1) < shape.cache_pages ? memory_capacity(1) : shape.cache_pages,
                           shape.page_tokens,
                           shape.width,
@@ -322,7 +402,7 @@ struct ValidateFunctor {
       const bool t_conflict[2] = {((bits >> 10) & 1023) != 0, ((bits >> 20) & 1023) != 0};
       std::int32_t code;
       RowPlan p;
-      finish_row(q, k, (bits & 1023) != 0, t_conflict, lim.pages, code, p);
+      finish_row(q, k, (bits & 1023) != 0, t_conflict, lim.pages, row_bases, code, p);
       errors(r) = code;
       plan(r) = p;
     });

@@ -8,8 +8,9 @@
 //  1. Keys (SortedKeysFunctor), a thread per row: the row's record (load_row)
 //     and one uint64 key in each array where another row's key can equal it
 //     (absent: all ones, sorted last):
-//        0 destinations: dst, when 0 < dst < rows
-//        1 sources:      src of a copying row, when 0 < src < rows
+//        0 destinations: the row key of dst (row_key: device and host rows
+//                        apart), when it is a row
+//        1 sources:      the row key of src of a copying row, when it is a row
 //        2 pages:        (o_page << 1) | restore, when o_page >= 0 (restore:
 //                        a copy into the request's live row)
 //        3, 4 trailing:  ((entry + 2^31) << 1) | snapshot, for trailing part 0
@@ -79,17 +80,17 @@ KOKKOS_INLINE_FUNCTION std::uint64_t trailing_key(std::int64_t entry, bool role)
 }
 
 /// The key row `q` (live) puts into array `a`, or sorted_absent.
-KOKKOS_INLINE_FUNCTION std::uint64_t sorted_key(const RowRecord& q, int a, std::int64_t rows) {
-  const bool copy = q.op == 0;
-  if (a == sorted_dst) return q.dst > 0 && q.dst < rows ? static_cast<std::uint64_t>(q.dst) : sorted_absent;
-  if (a == sorted_src) return copy && q.src > 0 && q.src < rows ? static_cast<std::uint64_t>(q.src) : sorted_absent;
+KOKKOS_INLINE_FUNCTION std::uint64_t sorted_key(const RowRecord& q, int a) {
+  const bool pages = (q.kind & row_pages) != 0;
+  if (a == sorted_dst) return q.dst_key > 0 ? static_cast<std::uint64_t>(q.dst_key) : sorted_absent;
+  if (a == sorted_src) return q.src_key > 0 ? static_cast<std::uint64_t>(q.src_key) : sorted_absent;
   if (a == sorted_page) {
     const std::int64_t page = peer_page(q);
-    return page >= 0 ? page_key(page, copy && q.dst == q.state) : sorted_absent;
+    return page >= 0 ? page_key(page, pages && q.dst == q.state) : sorted_absent;
   }
   const int part = a - sorted_trailing0;
-  return copy && q.valid_slot && q.tpage[part] != trailing_unused ? trailing_key(q.tpage[part], q.src == q.state)
-                                                                  : sorted_absent;
+  return pages && q.valid_slot && q.tpage[part] != trailing_unused ? trailing_key(q.tpage[part], is_snapshot_row(q))
+                                                                   : sorted_absent;
 }
 
 /// First position of `a` (n sorted keys) whose key is not below `key`.
@@ -196,8 +197,7 @@ struct SortedKeysFunctor {
     const bool live = count >= 0 && count <= c && r < count;
     const RowRecord q = base.load_row(r);
     work.records(r) = q;
-    for (int a = 0; a < work.arrays; ++a)
-      work.keys(a * c + r) = live ? sorted_key(q, a, base.shape.rows) : sorted_absent;
+    for (int a = 0; a < work.arrays; ++a) work.keys(a * c + r) = live ? sorted_key(q, a) : sorted_absent;
   }
 };
 
@@ -231,7 +231,6 @@ struct SortedLookupFunctor {
     }
     const std::int64_t count = num_ops(0);
     const int live = count < 0 || count > c ? 0 : static_cast<int>(count);
-    const std::int64_t rows = shape.rows;
     // Each of the chunk's teams sorts it (cheap next to the look-ups) and answers a slice of the rows.
     const int first = static_cast<int>(std::int64_t(live) * group / work.groups);
     const int last = static_cast<int>(std::int64_t(live) * (group + 1) / work.groups);
@@ -239,29 +238,29 @@ struct SortedLookupFunctor {
       const RowRecord& q = work.records(r);
       std::uint8_t* out = work.lookups.data() + (std::int64_t(r) * work.chunks + chunk) * lookup_bytes;
       if (a == sorted_dst) {
-        if (q.dst > 0 && q.dst < rows) {
-          const auto dst = static_cast<std::uint64_t>(q.dst);
+        if (q.dst_key > 0) {
+          const auto dst = static_cast<std::uint64_t>(q.dst_key);
           out[lookup_dst_in_dst] = static_cast<std::uint8_t>(count_keys(sorted, n, dst, dst, 2));
         }
-        if (q.src > 0 && q.src < rows) {
-          const auto src = static_cast<std::uint64_t>(q.src);
+        if (q.src_key > 0) {
+          const auto src = static_cast<std::uint64_t>(q.src_key);
           out[lookup_src_in_dst] = static_cast<std::uint8_t>(count_keys(sorted, n, src, src, 2));
         }
       } else if (a == sorted_src) {
-        if (q.dst > 0 && q.dst < rows) {
-          const auto dst = static_cast<std::uint64_t>(q.dst);
+        if (q.dst_key > 0) {
+          const auto dst = static_cast<std::uint64_t>(q.dst_key);
           out[lookup_dst_in_src] = static_cast<std::uint8_t>(count_keys(sorted, n, dst, dst, 2));
         }
       } else if (a == sorted_page) {
         const std::int64_t page = peer_page(q);
         if (page >= 0) {
-          const bool restore = q.op == 0 && q.dst == q.state;
+          const bool restore = (q.kind & row_pages) && q.dst == q.state;
           out[lookup_page] =
               static_cast<std::uint8_t>(restore ? count_keys(sorted, n, page_key(page, false), page_key(page, true), 2)
                                                 : count_keys(sorted, n, page_key(page, true), page_key(page, true), 1));
         }
       } else {
-        const bool snapshot = q.src == q.state;
+        const bool snapshot = is_snapshot_row(q);
         for (int part = 0; part < 2; ++part) {
           const std::int64_t entry = q.tpage[part] != trailing_unused ? q.tpage[part] : -1;
           out[lookup_trailing + 2 * (a - sorted_trailing0) + part] = static_cast<std::uint8_t>(
@@ -295,7 +294,7 @@ struct SortedDecideFunctor {
       // Rows: another destination on its destination, a copy's source on its
       // destination (its own excepted), another destination on its source (its
       // own excepted). Its own keys are in the arrays (0 < dst, src < rows).
-      const int same = q.src == q.dst ? 1 : 0;
+      const int same = q.src_key == q.dst_key ? 1 : 0;
       conflict = in[lookup_dst_in_dst] > 1 || in[lookup_dst_in_src] > (k.copying ? same : 0) ||
                  (k.copying && in[lookup_src_in_dst] > same);
       // Main partial page: a restore collides with any other row's, the others
@@ -313,7 +312,7 @@ struct SortedDecideFunctor {
     }
     std::int32_t code;
     RowPlan p;
-    finish_row(q, k, conflict, t_conflict, lim.pages, code, p);
+    finish_row(q, k, conflict, t_conflict, lim.pages, base.row_bases, code, p);
     base.errors(r) = code;
     base.plan(r) = p;
   }

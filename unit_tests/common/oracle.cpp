@@ -24,8 +24,10 @@ T load(const T* base, std::int64_t i) {
 // Everything validate() and apply() read, as plain host values.
 struct Inputs {
   std::int64_t C = 0, PT = 1, W = 1, row_bytes = 0;
-  std::int64_t SLOTS = 0;  // min(memory_capacity[0], rows)
-  std::int64_t PAGES = 0;  // min(memory_capacity[1], cache pages)
+  std::int64_t SLOTS = 0;       // min(memory_capacity[0], rows)
+  std::int64_t PAGES = 0;       // min(memory_capacity[1], cache pages)
+  bool tier = false;            // a host tier is bound (§12)
+  std::int64_t HOST_SLOTS = 0;  // min(host capacity, host rows)
   std::int32_t count = 0;
   const OracleCommands* cmd = nullptr;
   const OracleMemory* mem = nullptr;
@@ -49,6 +51,18 @@ struct Inputs {
     std::memcpy(&value, mem->pool + row * row_bytes + consumed_offset, sizeof(value));
     return value;
   }
+  // The host tier's consumed_tokens of host row `row` (0 <= row < HOST_SLOTS).
+  std::int64_t host_consumed(std::int64_t row) const {
+    std::int64_t value;
+    std::memcpy(&value, mem->host + row * row_bytes + consumed_offset, sizeof(value));
+    return value;
+  }
+  // §12: which operations exist, and in which tier each reads and writes.
+  bool known(std::int32_t op) const { return op == 0 || op == 1 || (tier && op >= 2 && op <= 4); }
+  bool reads(std::int32_t op) const { return op == 0 || (tier && op >= 2 && op <= 4); }
+  bool moves_pages(std::int32_t op) const { return op == 0 || (tier && op == 4); }
+  bool src_in_host(std::int32_t op) const { return tier && (op == 3 || op == 4); }
+  bool dst_in_host(std::int32_t op) const { return tier && op == 2; }
 };
 
 Inputs read_inputs(const OracleGeometry& g, const OracleCommands& commands, const OracleMemory& memory) {
@@ -64,6 +78,8 @@ Inputs read_inputs(const OracleGeometry& g, const OracleCommands& commands, cons
   in.mem = &memory;
   in.consumed_offset = g.consumed_offset;
   in.trailing = !g.trailing_bindings.empty();
+  in.tier = g.host_rows > 0;
+  in.HOST_SLOTS = in.tier ? std::min(memory.host_capacity, g.host_rows) : 0;
   return in;
 }
 
@@ -84,22 +100,43 @@ RowView row_view(const Inputs& in, std::int64_t r) {
   v.end = in.end(r);
   const std::int64_t SLOTS = in.SLOTS, PT = in.PT, W = in.W;
 
+  const std::int64_t HOST_SLOTS = in.HOST_SLOTS;
   v.valid_slot = 0 <= v.slot && v.slot < in.C;
   v.state = v.valid_slot ? in.state_row(v.slot) : 0;
   v.valid_row = v.valid_slot && 0 < v.state && v.state < SLOTS;
-  v.snapshot = v.valid_row && v.src == v.state && 0 < v.dst && v.dst < SLOTS && v.src != v.dst;
-  v.restore = v.valid_row && v.dst == v.state && 0 < v.src && v.src < SLOTS && v.src != v.dst;
-  v.reset = v.valid_row && v.op == 1 && v.src == -1 && v.dst == v.state;
-  v.copying = v.op == 0;
-  v.valid_slots = (v.copying && (v.snapshot || v.restore)) || v.reset;
-  if (v.snapshot)
-    v.consumed = in.requested(v.slot);
-  else if (v.copying && 0 < v.src && v.src < SLOTS)
-    v.consumed = in.pool_consumed(v.src);
-  else
+  v.copying = in.reads(v.op);
+  if (v.op == 0) {
+    v.snapshot = v.valid_row && v.src == v.state && 0 < v.dst && v.dst < SLOTS && v.src != v.dst;
+    v.restore = v.valid_row && v.dst == v.state && 0 < v.src && v.src < SLOTS && v.src != v.dst;
+    v.valid_slots = v.snapshot || v.restore;
+    if (v.snapshot)
+      v.consumed = in.requested(v.slot);
+    else
+      v.consumed = 0 < v.src && v.src < SLOTS ? in.pool_consumed(v.src) : -1;
+  } else if (v.op == 1) {
+    v.reset = v.valid_row && v.src == -1 && v.dst == v.state;
+    v.valid_slots = v.reset;
     v.consumed = -1;
-  v.valid_endpoint = v.copying ? (v.end > 0 && v.end == v.consumed && v.end <= W * PT) : v.end == 0;
-  v.tail = v.copying && v.end > 0 && v.end % PT != 0;
+  } else if (in.tier && v.op == 2) {  // offload: device row src -> host row dst
+    v.valid_slots = v.slot == -1 && 0 < v.src && v.src < SLOTS && 0 < v.dst && v.dst < HOST_SLOTS;
+    v.consumed = 0 < v.src && v.src < SLOTS ? in.pool_consumed(v.src) : -1;
+  } else if (in.tier && v.op == 3) {  // onload: host row src -> device row dst
+    v.valid_slots = v.slot == -1 && 0 < v.src && v.src < HOST_SLOTS && 0 < v.dst && v.dst < SLOTS;
+    v.consumed = 0 < v.src && v.src < HOST_SLOTS ? in.host_consumed(v.src) : -1;
+  } else if (in.tier && v.op == 4) {  // restore from host row src into the live row
+    v.restore = v.valid_row && v.dst == v.state && 0 < v.src && v.src < HOST_SLOTS;
+    v.valid_slots = v.restore;
+    v.consumed = 0 < v.src && v.src < HOST_SLOTS ? in.host_consumed(v.src) : -1;
+  } else {
+    v.consumed = -1;
+  }
+  if (!v.copying)
+    v.valid_endpoint = v.end == 0;
+  else if (in.moves_pages(v.op))
+    v.valid_endpoint = v.end > 0 && v.end == v.consumed && v.end <= W * PT;
+  else
+    v.valid_endpoint = v.end > 0 && v.end == v.consumed;
+  v.tail = in.moves_pages(v.op) && v.end > 0 && v.end % PT != 0;
   v.logical = v.tail ? v.end / PT : -1;  // only used where the endpoint is positive
   v.page = (v.tail && v.valid_slots && 0 <= v.logical && v.logical < W) ? in.table(v.slot, v.logical) : -1;
   return v;
@@ -109,6 +146,7 @@ RowView row_view(const Inputs& in, std::int64_t r) {
 struct OtherView {
   std::int64_t src, dst;
   bool copy, restore, tail;
+  bool src_host, dst_host;  // the tier of the rows it reads and writes (§12)
   std::int64_t page;
 };
 
@@ -118,11 +156,16 @@ OtherView other_view(const Inputs& in, std::int64_t o) {
   v.src = in.src(o);
   v.dst = in.dst(o);
   const std::int64_t end = in.end(o);
-  v.copy = in.op(o) == 0;
+  const std::int32_t op = in.op(o);
+  v.copy = in.reads(op);
+  v.src_host = in.src_in_host(op);
+  v.dst_host = in.dst_in_host(op);
   const bool slot_ok = 0 <= slot && slot < in.C;
   const std::int64_t state = slot_ok ? in.state_row(slot) : 0;
-  const bool snapshot = v.copy && v.src == state;
-  v.restore = v.copy && v.dst == state;
+  // Only a copy between device rows (0) or a restore from the host tier (4) moves pages.
+  const bool pages = in.moves_pages(op);
+  const bool snapshot = pages && !v.src_host && v.src == state;
+  v.restore = pages && v.dst == state;
   v.tail = (snapshot || v.restore) && end > 0 && end % in.PT != 0;
   const std::int64_t logical = v.tail ? end / in.PT : -1;
   v.page = (v.tail && slot_ok && 0 <= logical && logical < in.W) ? in.table(slot, logical) : -1;
@@ -136,7 +179,7 @@ std::int32_t trailing_code(const Inputs& in, std::int64_t r, std::int32_t code) 
   const std::int64_t slot = in.slot(r);
   const std::int64_t end = in.end(r);
   const std::int64_t state = (0 <= slot && slot < in.C) ? in.state_row(slot) : 0;
-  const bool snapshot = in.src(r) == state;
+  const bool snapshot = !in.src_in_host(in.op(r)) && in.src(r) == state;
   for (int part = 0; part < 2; ++part) {
     const std::int64_t t_logical = (end > 0 ? end / PT : 0) - 1 + part;
     const bool t_tail = end > 1 && t_logical >= 0 && (part == 0 || end % PT >= 2);
@@ -144,11 +187,11 @@ std::int32_t trailing_code(const Inputs& in, std::int64_t r, std::int32_t code) 
 
     bool conflict = false;
     for (std::int64_t o = 0; o < in.count; ++o) {
-      if (o == r || in.op(o) != 0) continue;
+      if (o == r || !in.moves_pages(in.op(o))) continue;
       const std::int64_t o_slot = in.slot(o);
       if (!(0 <= o_slot && o_slot < in.C)) continue;
       const std::int64_t o_end = in.end(o);
-      const bool o_snapshot = in.src(o) == in.state_row(o_slot);
+      const bool o_snapshot = !in.src_in_host(in.op(o)) && in.src(o) == in.state_row(o_slot);
       for (int o_part = 0; o_part < 2; ++o_part) {
         if (!(o_end > 1)) continue;
         const std::int64_t o_logical = o_end / PT - 1 + o_part;  // o_end / PT may be INT64_MAX
@@ -188,16 +231,19 @@ std::vector<std::int32_t> ContractOracle::validate(const OracleCommands& command
   // Main rules, on rows r < count (the others keep 0).
   for (std::int64_t r = 0; r < count; ++r) {
     const RowView v = row_view(in, r);
+    // Rows are (tier, row): equal numbers in different tiers are different rows.
+    const bool v_src_host = in.src_in_host(v.op), v_dst_host = in.dst_in_host(v.op);
     bool conflict = false;
     for (std::int64_t o = 0; o < count; ++o) {
       if (o == r) continue;
       const OtherView w = other_view(in, o);
-      if (v.dst == w.dst || (v.copying && v.src == w.dst) || (w.copy && v.dst == w.src) ||
+      if ((v.dst == w.dst && v_dst_host == w.dst_host) || (v.copying && v.src == w.dst && v_src_host == w.dst_host) ||
+          (w.copy && v.dst == w.src && v_dst_host == w.src_host) ||
           (v.tail && w.tail && v.page >= 0 && v.page == w.page && (v.restore || w.restore)))
         conflict = true;
     }
     std::int32_t code = 0;
-    if (v.op != 0 && v.op != 1)
+    if (!in.known(v.op))
       code = 1;
     else if (!v.valid_slots)
       code = 2;
@@ -213,7 +259,7 @@ std::vector<std::int32_t> ContractOracle::validate(const OracleCommands& command
   // Trailing pages, checked last, on the copies the main rules accepted.
   if (!in.trailing) return codes;
   for (std::int64_t r = 0; r < count; ++r)
-    if (codes[static_cast<std::size_t>(r)] == 0 && in.op(r) == 0)
+    if (codes[static_cast<std::size_t>(r)] == 0 && in.moves_pages(in.op(r)))
       codes[static_cast<std::size_t>(r)] = trailing_code(in, r, 0);
   return codes;
 }
@@ -229,10 +275,14 @@ void ContractOracle::apply(const OracleCommands& commands, const std::vector<std
   for (std::int64_t r = 0; r < in.count && r < in.C; ++r)
     if (codes[static_cast<std::size_t>(r)] == 0) acting.push_back(r);
 
-  // 1. Rows: all bytes but the excluded regions.
+  // The row `row` of the tier `host` names.
+  auto row_at = [&](bool host, std::int64_t row) { return (host ? memory.host : pool) + row * RB; };
+
+  // 1. Rows: all bytes but the excluded regions (page regions included for tier moves).
   for (std::int64_t r : acting) {
-    std::uint8_t* dst = pool + in.dst(r) * RB;
-    const std::uint8_t* src = in.op(r) == 0 ? pool + in.src(r) * RB : nullptr;
+    const std::int32_t op = in.op(r);
+    std::uint8_t* dst = row_at(in.dst_in_host(op), in.dst(r));
+    const std::uint8_t* src = in.reads(op) ? row_at(in.src_in_host(op), in.src(r)) : nullptr;
     for (std::int64_t b = 0; b < RB; ++b)
       if (copied_[static_cast<std::size_t>(b)]) dst[b] = src != nullptr ? src[b] : 0;
   }
@@ -240,10 +290,11 @@ void ContractOracle::apply(const OracleCommands& commands, const std::vector<std
   // A snapshot moves cache page -> destination row; a restore, source row -> cache page.
   auto move = [&](std::int64_t r, std::size_t cache, std::int64_t page, std::int64_t offset, std::int64_t nbytes) {
     std::uint8_t* cell = memory.caches[cache] + page * nbytes;
-    if (in.src(r) == in.state_row(in.slot(r))) {
+    const bool host = in.src_in_host(in.op(r));  // a restore from the host tier
+    if (!host && in.src(r) == in.state_row(in.slot(r))) {
       std::memcpy(pool + in.dst(r) * RB + offset, cell, static_cast<std::size_t>(nbytes));
     } else {
-      std::memcpy(cell, pool + in.src(r) * RB + offset, static_cast<std::size_t>(nbytes));
+      std::memcpy(cell, row_at(host, in.src(r)) + offset, static_cast<std::size_t>(nbytes));
       if (written != nullptr) written->push_back({static_cast<std::int32_t>(cache), page});
     }
   };
@@ -251,7 +302,7 @@ void ContractOracle::apply(const OracleCommands& commands, const std::vector<std
   // 2. Partial pages.
   for (std::int64_t r : acting) {
     const std::int64_t end = in.end(r);
-    if (in.op(r) != 0 || end % PT == 0) continue;
+    if (!in.moves_pages(in.op(r)) || end % PT == 0) continue;
     const std::int64_t page = in.table(in.slot(r), end / PT);
     for (std::size_t i = 0; i < g.page_bindings.size(); ++i)
       move(r, i, page, g.page_bindings[i].offset, g.page_bindings[i].nbytes);
@@ -260,7 +311,7 @@ void ContractOracle::apply(const OracleCommands& commands, const std::vector<std
   // 3. Trailing pages, part 0 then part 1.
   for (int part = 0; part < 2 && in.trailing; ++part) {
     for (std::int64_t r : acting) {
-      if (in.op(r) != 0) continue;
+      if (!in.moves_pages(in.op(r))) continue;
       const std::int64_t end = in.end(r);
       const std::int64_t t_logical = end / PT - 1 + part;
       if (!(end > 1 && t_logical >= 0 && (part == 0 || end % PT >= 2))) continue;

@@ -7,6 +7,9 @@
 // fuzzers, statexfer-sim --verify): written from the contract, not from src/,
 // and it includes nothing of the library so that it cannot share its mistakes.
 //
+// The host tier (§12) is read the same way: operations 2..4 when the geometry
+// has host rows, HOST_SLOTS = min(host capacity, host rows).
+//
 // Scope: a configuration the library accepts (§3 errors are not modelled). The
 // hardening the library shares (§7): the usable rows are min(memory_capacity[0],
 // pool rows) and the usable pages min(memory_capacity[1], cache pages), so no
@@ -37,6 +40,7 @@ struct OracleGeometry {
   std::vector<std::pair<std::int64_t, std::int64_t>> excluded;  ///< [begin, end) bytes of a row never copied
   std::vector<OracleBinding> page_bindings;                     ///< left after exclusions, in binding order
   std::vector<OracleBinding> trailing_bindings;                 ///< left after exclusions, in binding order
+  std::int64_t host_rows = 0;  ///< rows of the host tier (§12); 0: no host tier (operations 2..4 unknown)
 };
 
 /// The command arrays (each [capacity]) and num_ops.
@@ -61,6 +65,8 @@ struct OracleMemory {
   const std::int64_t* request_consumed = nullptr;  ///< column 0 of [C, request_stride]
   std::int64_t request_stride = 1;
   std::int64_t memory_capacity[2] = {0, 0};  ///< {rows, pages} as the pool's memory_capacity holds them
+  std::uint8_t* host = nullptr;              ///< [host_rows, row_bytes]: the host tier (§12)
+  std::int64_t host_capacity = 0;            ///< the host tier's capacity[0]
 };
 
 /// A cache page apply() wrote: `cache` indexes OracleMemory::caches.

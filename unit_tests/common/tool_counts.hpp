@@ -1,0 +1,62 @@
+#ifndef STATEXFER_TEST_TOOL_COUNTS_HPP
+#define STATEXFER_TEST_TOOL_COUNTS_HPP
+
+// Kokkos Tools counters for the launch tests (large batches, host tier): what a
+// call launched, allocated, fenced or copied. Not a feature header.
+
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace statexfer::test {
+
+// Kokkos Tools counters for the launch tests, with the names of what was
+// allocated or fenced (UnitTestMain.cpp tells Kokkos the tool needs no fences).
+struct ToolCounts {
+  static inline int parallel_for = 0, allocations = 0, fences = 0, deep_copies = 0;
+  static inline std::string names;
+  static void reset() {
+    parallel_for = allocations = fences = deep_copies = 0;
+    names.clear();
+  }
+  static void on_for(const char*, std::uint32_t, std::uint64_t* id) { ++parallel_for, *id = 0; }
+  static void on_allocate(Kokkos_Profiling_SpaceHandle, const char* label, const void*, std::uint64_t bytes) {
+    ++allocations;
+    names += std::string(" allocate '") + label + "' (" + std::to_string(bytes) + " bytes);";
+  }
+  static void on_fence(const char* name, std::uint32_t, std::uint64_t* id) {
+    ++fences, *id = 0;
+    names += std::string(" fence '") + name + "';";
+  }
+  static void on_deep_copy(Kokkos_Profiling_SpaceHandle, const char* dst, const void*, Kokkos_Profiling_SpaceHandle,
+                           const char*, const void*, std::uint64_t) {
+    ++deep_copies;
+    names += std::string(" deep_copy to '") + dst + "';";
+  }
+  /// Runs `body` with the counters, from zero, installed as Kokkos Tools callbacks.
+  template <class Body>
+  static void count(Body&& body) {
+    namespace kt = Kokkos::Tools::Experimental;
+    const auto saved = kt::get_callbacks();
+    reset();
+    kt::set_begin_parallel_for_callback(&on_for);
+    kt::set_allocate_data_callback(&on_allocate);
+    kt::set_begin_fence_callback(&on_fence);
+    kt::set_begin_deep_copy_callback(&on_deep_copy);
+    body();
+    kt::set_callbacks(saved);
+  }
+  /// What stream capture needs: no allocation, no fence, no deep copy.
+  static void expect_capturable() {
+    EXPECT_EQ(allocations, 0) << names;
+    EXPECT_EQ(fences, 0) << names;
+    EXPECT_EQ(deep_copies, 0) << names;
+  }
+};
+
+}  // namespace statexfer::test
+
+#endif

@@ -1,0 +1,91 @@
+// CUDA graphs with a host tier (docs/CONTRACT.md §12): validate() + apply() and
+// validate_and_apply() captured once (cudaStreamCaptureModeGlobal, which fails
+// on any synchronisation or allocation) with a pinned host tier bound, then
+// replayed with random batches mixing device commands, offloads, onloads and
+// restores from the host tier, at capacities 16 (one validate kernel) and 128
+// (the sorted validation). Every replay is held against the oracle: codes, the
+// pool, the host tier and both caches.
+
+#include <cuda/TestCuda_Category.hpp>
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <common/tier_fixture.hpp>
+
+namespace {
+
+using Exec = Kokkos::Cuda;
+namespace ft = statexfer::test;
+
+#define STATEXFER_TIER_CUDA_CHECK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+void capture_and_replay_tiers(std::int64_t capacity, bool fused) {
+  SCOPED_TRACE("capacity " + std::to_string(capacity) + (fused ? ", validate_and_apply" : ""));
+  static_assert(std::is_same_v<statexfer::HostTier<Exec>::memory_space, Kokkos::CudaHostPinnedSpace>);
+  cudaStream_t stream;
+  STATEXFER_TIER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  {
+    const Exec exec(stream);
+    ft::TierOptions o;
+    o.capacity = capacity;
+    o.host_rows = capacity;
+    o.cache_pages = 2 * capacity + 6;
+    ft::TierRig<Exec> rig(o, exec);  // prepare(exec)
+
+    cudaGraph_t graph;
+    STATEXFER_TIER_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    if (fused) {
+      rig.transfer->validate_and_apply(exec);
+    } else {
+      rig.transfer->validate(exec);
+      rig.transfer->apply(exec);
+    }
+    STATEXFER_TIER_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    std::size_t nodes = 0;
+    STATEXFER_TIER_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
+    std::vector<cudaGraphNode_t> list(nodes);
+    STATEXFER_TIER_CUDA_CHECK(cudaGraphGetNodes(graph, list.data(), &nodes));
+    const std::size_t want = capacity <= 64 ? (fused ? 1u : 2u) : 4u;
+    EXPECT_EQ(nodes, want);
+    for (auto n : list) {
+      cudaGraphNodeType type;
+      STATEXFER_TIER_CUDA_CHECK(cudaGraphNodeGetType(n, &type));
+      EXPECT_EQ(type, cudaGraphNodeTypeKernel) << "only kernels: the host rows are moved by the kernels themselves";
+    }
+    cudaGraphExec_t instance;
+    STATEXFER_TIER_CUDA_CHECK(cudaGraphInstantiate(&instance, graph, 0));
+
+    ft::TierRng rng(0x71e4ca00ULL + static_cast<std::uint64_t>(capacity) * 2 + (fused ? 1 : 0));
+    std::int64_t tier_applied = 0;
+    for (int rep = 0; rep < 60; ++rep) {
+      const ft::TierCommands k = ft::random_tier_batch(rng, rig, rep % 3 == 2);
+      rig.upload_all(k);  // deep copies (they fence): new contents for the replay
+      STATEXFER_TIER_CUDA_CHECK(cudaGraphLaunch(instance, stream));
+      STATEXFER_TIER_CUDA_CHECK(cudaStreamSynchronize(stream));
+      const std::vector<std::int32_t> codes = rig.check(k, "replay " + std::to_string(rep));
+      for (std::int64_t r = 0; r < k.count && r < capacity; ++r)
+        tier_applied += codes[static_cast<std::size_t>(r)] == 0 && k.op[static_cast<std::size_t>(r)] >= 2;
+      ASSERT_FALSE(::testing::Test::HasFailure()) << "replay " << rep;
+    }
+    EXPECT_GT(tier_applied, 30) << "too few tier moves applied to exercise the mapped host rows";
+    STATEXFER_TIER_CUDA_CHECK(cudaGraphExecDestroy(instance));
+    STATEXFER_TIER_CUDA_CHECK(cudaGraphDestroy(graph));
+  }
+  STATEXFER_TIER_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+TEST(cuda, tier_capture_validate_then_apply) {
+  capture_and_replay_tiers(16, false);
+  capture_and_replay_tiers(128, false);
+}
+
+TEST(cuda, tier_capture_validate_and_apply) {
+  capture_and_replay_tiers(16, true);
+  capture_and_replay_tiers(128, true);
+}
+
+}  // namespace
