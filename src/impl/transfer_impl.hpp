@@ -282,7 +282,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
         impl::env_integer("STATEXFER_VALIDATE_CHUNK", impl::SortedValidation<ExecutionSpace>::max_chunk, 64, 4096);
     if ((chunk & (chunk - 1)) != 0)
       reject("STATEXFER_VALIDATE_CHUNK must be a power of two, got " + std::to_string(chunk));
-    const auto groups = static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_GROUPS", 1, 1, 64));
+    const auto groups = static_cast<int>(
+        impl::env_integer("STATEXFER_VALIDATE_GROUPS", impl::SortedValidation<ExecutionSpace>::default_groups, 1, 64));
     d.sorted.allocate(d.shape, chunk, groups);
   }
   Kokkos::deep_copy(d.items,

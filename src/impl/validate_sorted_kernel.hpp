@@ -15,9 +15,10 @@
 //                        a copy into the request's live row)
 //        3, 4 trailing:  ((entry + 2^31) << 1) | snapshot, for trailing part 0
 //                        or 1 of a copying row with a valid slot, when used
-//  2. Sort and look up (SortedLookupFunctor), a team per chunk of an array
+//  2. Sort and look up (SortedLookupFunctor), teams per chunk of an array
 //     (chunks of at most 1024 keys, so that C = 4096 spreads over 20 SMs: one
-//     team sorting all 4096 keys is issue-bound on one SM, perf_tests/RESULTS.md): the chunk is
+//     team sorting all 4096 keys is issue-bound on one SM, perf_tests/RESULTS.md;
+//     several teams per chunk, each answering a slice of the rows): the chunk is
 //     copied into team scratch (shared memory on CUDA, 8 KiB), sorted there by
 //     the team sort (Kokkos 4: Kokkos::Experimental::sort_team; Kokkos 3.4:
 //     Kokkos Kernels' TeamBitonicSort; neither: a bitonic network of our own),
@@ -333,6 +334,10 @@ struct SortedValidation {
   /// Keys per sort team: 1024 spreads C = 4096 over 20 teams (SMs) and keeps
   /// each row's searches to at most 4 chunks.
   static constexpr std::int64_t max_chunk = 1024;
+  /// Look-up teams per chunk: four, each sorting the chunk and answering a
+  /// quarter of the rows, were faster at every sorted capacity on the H200 than
+  /// one team answering all of them (perf_tests/RESULTS.md).
+  static constexpr int default_groups = 4;
 
   /// `chunk_limit`: keys per chunk at most (a power of two); `groups`: teams per
   /// chunk, each looking up its slice of the rows (perf_tests/RESULTS.md).
