@@ -14,11 +14,8 @@ std::optional<PrefixCache::Location> PrefixCache::lookup(const PrefixKey& key) {
   if (it == entries_.end()) return std::nullopt;
   Entry& e = it->second;
   switch (e.state) {
-    case State::reserved:
-      return std::nullopt;
-    case State::device:
-      lru_.splice(lru_.begin(), lru_, e.lru);
-      return Location{false, e.row};
+    case State::reserved: return std::nullopt;
+    case State::device: lru_.splice(lru_.begin(), lru_, e.lru); return Location{false, e.row};
     case State::demoting:  // still whole in its device row until the offload applied
       return Location{false, e.row};
     case State::host: {
@@ -27,8 +24,7 @@ std::optional<PrefixCache::Location> PrefixCache::lookup(const PrefixKey& key) {
       if (++e.host_hits >= promote_after_host_hits) promote(key, e);
       return at;
     }
-    case State::promoting:
-      return Location{true, e.row};
+    case State::promoting: return Location{true, e.row};
   }
   return std::nullopt;
 }

@@ -140,15 +140,15 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                  grouped(st.host_restores).c_str(), grouped(st.host_evictions).c_str(),
                  grouped(st.host_published).c_str(), bytes(static_cast<double>(st.bytes_to_host)).c_str(),
                  bytes(static_cast<double>(st.bytes_from_host)).c_str());
-  const std::string moves = c.host_snapshot_rows > 0 ? ", offload " + grouped(st.issued[kind_offload]) +
-                                                           ", onload " + grouped(st.issued[kind_onload])
+  const std::string moves = c.host_snapshot_rows > 0 ? ", offload " + grouped(st.issued[kind_offload]) + ", onload " +
+                                                           grouped(st.issued[kind_onload])
                                                      : "";
-  std::fprintf(
-      out, "  commands     %s: snapshot %s (%s checkpoint, %s completion), restore %s, reset %s%s; %s commands/s\n",
-      grouped(cmds).c_str(), grouped(st.issued[kind_snapshot]).c_str(), grouped(st.checkpoint_snapshots).c_str(),
-      grouped(st.completion_snapshots).c_str(), grouped(st.issued[kind_restore]).c_str(),
-      grouped(st.issued[kind_reset]).c_str(), moves.c_str(),
-      grouped(std::llround(cmds / std::max(st.wall_s, 1e-9))).c_str());
+  std::fprintf(out,
+               "  commands     %s: snapshot %s (%s checkpoint, %s completion), restore %s, reset %s%s; %s commands/s\n",
+               grouped(cmds).c_str(), grouped(st.issued[kind_snapshot]).c_str(),
+               grouped(st.checkpoint_snapshots).c_str(), grouped(st.completion_snapshots).c_str(),
+               grouped(st.issued[kind_restore]).c_str(), grouped(st.issued[kind_reset]).c_str(), moves.c_str(),
+               grouped(std::llround(cmds / std::max(st.wall_s, 1e-9))).c_str());
   std::string errs;
   for (int code = 0; code < 8; ++code) {
     if (st.errors[code] == 0 && code != 0) continue;

@@ -52,7 +52,8 @@ const Batch& Scheduler::plan_batch() {
   for (std::size_t i = 0; i < moves_.size(); ++i) {
     const PrefixCache::Move& m = moves_[i];
     batch_.push_back({{-1, m.src, m.dst, m.offload ? statexfer::op_offload : statexfer::op_onload, m.key.len},
-                      m.offload ? kind_offload : kind_onload, static_cast<std::int64_t>(i)});
+                      m.offload ? kind_offload : kind_onload,
+                      static_cast<std::int64_t>(i)});
   }
   for (std::int64_t s = 0; s < C; ++s)
     if (slots_[s].phase == Slot::free && !admit(s)) break;
