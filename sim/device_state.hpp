@@ -172,6 +172,8 @@ class DeviceState {
                             : draft_caches_[static_cast<std::size_t>(i - g_.kv_planes)];
   }
   const statexfer::RequestState<Exec>& requests() const { return requests_; }
+  /// The host tier (empty without --host-snapshot-rows).
+  const statexfer::HostTier<Exec>& host_tier() const { return host_tier_; }
 
   std::string combiner_name() const { return statexfer::to_string(combiner_->backend()); }
   bool graphs() const { return !graphs_.empty(); }
@@ -197,6 +199,7 @@ class DeviceState {
     for (std::int64_t s = 0; s < C; ++s) h(s, 0) = g_.live_row(s);
     Kokkos::deep_copy(state_rows_, h);
     requests_ = statexfer::RequestState<Exec>::allocate(C);
+    if (g_.host_rows > 0) host_tier_ = statexfer::HostTier<Exec>(g_.layout, g_.host_rows);
     commands_ = statexfer::StateCommands<Exec>::allocate(C);
     h_slots_ = Kokkos::create_mirror_view(commands_.request_slots);
     h_src_ = Kokkos::create_mirror_view(commands_.source_slots);
@@ -218,6 +221,7 @@ class DeviceState {
     config.requests = requests_;
     if (g_.draft_planes > 0) config.trailing_tables = draft_tables_;
     if (g_.scratch_bytes > 0) config.excluded_regions = {"scratch"};
+    config.host_tier = host_tier_;
     transfer_.emplace(pool_, commands_, tables_, config);
   }
 
@@ -312,6 +316,7 @@ class DeviceState {
   statexfer::PageTable<Exec> tables_, draft_tables_;
   statexfer::StateRows<Exec> state_rows_;
   statexfer::RequestState<Exec> requests_;
+  statexfer::HostTier<Exec> host_tier_;
   statexfer::StateCommands<Exec> commands_;
   std::optional<statexfer::PreparedStateTransfer<Exec>> transfer_;
   std::optional<statexfer::ErrorCombiner<Exec>> combiner_;

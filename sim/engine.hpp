@@ -156,6 +156,7 @@ class Engine {
     stats_.combiner = device_.combiner_name();
     stats_.graphs = device_.graphs();
     stats_.memory_bytes = g.memory_bytes();
+    stats_.host_memory_bytes = g.host_memory_bytes();
   }
 
   void record_batch(const Batch& batch) {
@@ -171,6 +172,7 @@ class Engine {
       const bool ok = code == 0;
       (ok ? stats_.applied : stats_.failed)[b.kind]++;
       if (ok) record_bytes(b.cmd);
+      if (ok && b.cmd.op == statexfer::op_restore_from_host) stats_.host_restores++;
       for (const auto& f : faulted.commands)
         if (f.second == static_cast<std::int64_t>(i) && !ok) stats_.fault_commands_refused++;
     }
@@ -178,16 +180,24 @@ class Engine {
 
   // This rank's bytes of one applied command: the row, its partial page in every
   // KV plane, its trailing pages in every draft plane.
+  // An offload's bytes go to the host, an onload's and a restore from the host's
+  // (its row and the pages it restores from that row) come from it.
   void record_bytes(const Command& c) {
     const Geometry& g = geometry_;
     stats_.row_bytes_moved += g.row_copy_bytes;
-    if (c.op != 0) return;
-    if (c.end % g.page_tokens != 0) stats_.page_bytes_moved += g.kv_planes * g.kv_page_bytes;
-    for (int part = 0; part < 2 && g.draft_planes > 0; ++part) {
-      const std::int64_t t_logical = c.end / g.page_tokens + part - 1;
-      if (c.end > 1 && t_logical >= 0 && (part == 0 || c.end % g.page_tokens >= 2))
-        stats_.page_bytes_moved += g.draft_planes * g.draft_page_bytes;
+    std::int64_t pages = 0;
+    if (c.op == statexfer::op_copy || c.op == statexfer::op_restore_from_host) {
+      if (c.end % g.page_tokens != 0) pages += g.kv_planes * g.kv_page_bytes;
+      for (int part = 0; part < 2 && g.draft_planes > 0; ++part) {
+        const std::int64_t t_logical = c.end / g.page_tokens + part - 1;
+        if (c.end > 1 && t_logical >= 0 && (part == 0 || c.end % g.page_tokens >= 2))
+          pages += g.draft_planes * g.draft_page_bytes;
+      }
     }
+    stats_.page_bytes_moved += pages;
+    if (c.op == statexfer::op_offload) stats_.bytes_to_host += g.row_copy_bytes;
+    if (c.op == statexfer::op_onload || c.op == statexfer::op_restore_from_host)
+      stats_.bytes_from_host += g.row_copy_bytes + pages;
   }
 
   void record_scheduler() {
@@ -195,6 +205,8 @@ class Engine {
     stats_.admitted = s.admitted;
     stats_.completed = s.completed;
     stats_.hits = s.hits;
+    stats_.device_hits = s.device_hits;
+    stats_.host_hits = s.host_hits;
     stats_.misses = s.misses;
     stats_.prompt_tokens = s.prompt_tokens;
     stats_.restored_tokens = s.restored_tokens;
@@ -220,6 +232,10 @@ class Engine {
     stats_.cache_reservations = cache.reservations();
     stats_.cache_refused = cache.reservations_refused();
     stats_.cache_releases = cache.releases();
+    stats_.demotions = cache.demotions();
+    stats_.promotions = cache.promotions();
+    stats_.host_evictions = cache.host_evictions();
+    stats_.host_published = cache.host_published();
     stats_.total_bytes_moved = comm_.sum(stats_.row_bytes_moved + stats_.page_bytes_moved);
     if (comm_.distributed()) {
       // Every rank ran the same schedule with the same combined codes.

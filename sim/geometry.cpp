@@ -26,6 +26,8 @@ Geometry make_geometry(const SimConfig& cfg, std::int64_t max_tokens, const Comm
   require(g.page_tokens >= 1, "--page-tokens must be >= 1");
   require(g.kv_planes >= 1, "--kv-planes must be >= 1 (the transfer needs a page binding)");
   require(g.draft_planes >= 0, "--draft-planes must be >= 0");
+  require(cfg.host_snapshot_rows >= 0, "--host-snapshot-rows must be >= 0");
+  g.host_rows = cfg.host_snapshot_rows > 0 ? 1 + cfg.host_snapshot_rows : 0;
   const int n = comm.size, r = comm.rank;
   require(cfg.row_bytes >= 16 * n, "--row-bytes must be at least 16 per rank");
   require(cfg.kv_token_bytes >= n && (g.draft_planes == 0 || cfg.draft_token_bytes >= n),

@@ -23,6 +23,7 @@ struct Geometry {
   std::int64_t table_width = 0;   ///< logical pages per slot (columns of the page tables)
   std::int64_t rows = 0;          ///< pool rows: the null row, a live row per slot, the snapshot rows
   std::int64_t pages = 0;         ///< physical pages per cache
+  std::int64_t host_rows = 0;     ///< host-tier rows: its null row and the host snapshot rows (0: no host tier)
 
   // This rank's shard of each generated region (global byte ranges).
   Shard ssm, conv, kv, draft;
@@ -38,6 +39,8 @@ struct Geometry {
 
   std::int64_t live_row(std::int64_t slot) const { return 1 + slot; }
   std::int64_t first_snapshot_row() const { return 1 + capacity; }
+  /// Host memory of the host tier (pinned on CUDA).
+  std::int64_t host_memory_bytes() const { return host_rows * row_bytes; }
   /// Device memory of the pool and the caches.
   std::int64_t memory_bytes() const {
     return rows * row_bytes + pages * (kv_planes * kv_page_bytes + draft_planes * draft_page_bytes);

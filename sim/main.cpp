@@ -162,6 +162,10 @@ int run(int argc, char* argv[]) {
       ->group(geo)
       ->capture_default_str();
   app.add_option("--snapshot-rows", cfg.snapshot_rows, "prefix-cache snapshot rows")->group(geo)->capture_default_str();
+  app.add_option("--host-snapshot-rows", cfg.host_snapshot_rows,
+                 "host-tier snapshot rows: LRU device snapshots are demoted there instead of evicted (0: none)")
+      ->group(geo)
+      ->capture_default_str();
   app.add_option("--page-tokens", cfg.page_tokens, "tokens per KV page")->group(geo)->capture_default_str();
   app.add_option("--row-bytes", cfg.row_bytes, "recurrent (SSM + conv) state bytes per row")
       ->group(geo)

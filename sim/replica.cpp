@@ -14,6 +14,7 @@ test::OracleGeometry oracle_geometry(const Geometry& g) {
   o.width = g.table_width;
   o.consumed_offset = g.consumed_offset;
   o.cache_pages = g.pages;
+  o.host_rows = g.host_rows;
   if (g.scratch_bytes > 0) o.excluded.emplace_back(g.scratch_offset, g.scratch_offset + g.scratch_bytes);
   for (std::int64_t i = 0; i < g.kv_planes; ++i)
     o.page_bindings.push_back({g.layout.region("kv" + std::to_string(i)).offset, g.kv_page_bytes});
@@ -26,6 +27,7 @@ test::OracleGeometry oracle_geometry(const Geometry& g) {
 
 HostReplica::HostReplica(const Geometry& geometry) : g_(geometry), oracle_(oracle_geometry(geometry)) {
   pool_.assign(static_cast<std::size_t>(g_.rows * g_.row_bytes), 0);
+  host_.assign(static_cast<std::size_t>(g_.host_rows * g_.row_bytes), 0);
   for (std::int64_t i = 0; i < g_.kv_planes + g_.draft_planes; ++i)
     caches_.emplace_back(static_cast<std::size_t>(g_.pages * cache_page_bytes(static_cast<std::size_t>(i))), 0);
   request_consumed_.assign(static_cast<std::size_t>(g_.capacity), 0);
@@ -45,6 +47,8 @@ test::OracleMemory HostReplica::memory(const std::int32_t* tables, const std::in
   m.request_stride = 1;
   m.memory_capacity[0] = g_.rows;  // the pool's own memory capacity: every row, every page
   m.memory_capacity[1] = g_.pages;
+  m.host = host_.empty() ? nullptr : host_.data();
+  m.host_capacity = g_.host_rows;  // the tier's own capacity: every host row
   return m;
 }
 

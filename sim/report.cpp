@@ -62,7 +62,7 @@ std::string us(double v) {
   return buf;
 }
 
-std::int64_t total_commands(const Stats& st) { return st.issued[0] + st.issued[1] + st.issued[2]; }
+std::int64_t total_commands(const Stats& st) { return std::accumulate(st.issued.begin(), st.issued.end(), 0LL); }
 
 }  // namespace
 
@@ -129,11 +129,26 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                pct(static_cast<double>(st.hits), static_cast<double>(st.admitted)).c_str(),
                grouped(st.cache_published).c_str(), grouped(st.cache_evictions).c_str(),
                grouped(st.cache_reservations).c_str());
-  std::fprintf(
-      out, "  commands     %s: snapshot %s (%s checkpoint, %s completion), restore %s, reset %s; %s commands/s\n",
-      grouped(cmds).c_str(), grouped(st.issued[kind_snapshot]).c_str(), grouped(st.checkpoint_snapshots).c_str(),
-      grouped(st.completion_snapshots).c_str(), grouped(st.issued[kind_restore]).c_str(),
-      grouped(st.issued[kind_reset]).c_str(), grouped(std::llround(cmds / std::max(st.wall_s, 1e-9))).c_str());
+  if (c.host_snapshot_rows > 0)
+    std::fprintf(out,
+                 "  host tier    %s rows (%s of host memory per rank): hits %s device + %s host; %s demoted "
+                 "(offloads), %s promoted (onloads), %s restores from host; %s host evictions, %s published at end; "
+                 "this rank %s to host, %s from host\n",
+                 grouped(c.host_snapshot_rows).c_str(), bytes(static_cast<double>(st.host_memory_bytes)).c_str(),
+                 grouped(st.device_hits).c_str(), grouped(st.host_hits).c_str(),
+                 grouped(st.applied[kind_offload]).c_str(), grouped(st.applied[kind_onload]).c_str(),
+                 grouped(st.host_restores).c_str(), grouped(st.host_evictions).c_str(),
+                 grouped(st.host_published).c_str(), bytes(static_cast<double>(st.bytes_to_host)).c_str(),
+                 bytes(static_cast<double>(st.bytes_from_host)).c_str());
+  const std::string moves = c.host_snapshot_rows > 0 ? ", offload " + grouped(st.issued[kind_offload]) + ", onload " +
+                                                           grouped(st.issued[kind_onload])
+                                                     : "";
+  std::fprintf(out,
+               "  commands     %s: snapshot %s (%s checkpoint, %s completion), restore %s, reset %s%s; %s commands/s\n",
+               grouped(cmds).c_str(), grouped(st.issued[kind_snapshot]).c_str(),
+               grouped(st.checkpoint_snapshots).c_str(), grouped(st.completion_snapshots).c_str(),
+               grouped(st.issued[kind_restore]).c_str(), grouped(st.issued[kind_reset]).c_str(), moves.c_str(),
+               grouped(std::llround(cmds / std::max(st.wall_s, 1e-9))).c_str());
   std::string errs;
   for (int code = 0; code < 8; ++code) {
     if (st.errors[code] == 0 && code != 0) continue;
@@ -231,8 +246,25 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
       {"reservations", st.cache_reservations},
       {"reservations_refused", st.cache_refused},
       {"released_after_failure", st.cache_releases}};
+  const bool tier = c.host_snapshot_rows > 0;
+  if (tier) {
+    j["config"]["host_snapshot_rows"] = c.host_snapshot_rows;
+    j["host_tier"] = {{"rows", c.host_snapshot_rows},
+                      {"host_memory_bytes_per_rank", st.host_memory_bytes},
+                      {"device_hits", st.device_hits},
+                      {"host_hits", st.host_hits},
+                      {"offloads", st.applied[kind_offload]},
+                      {"onloads", st.applied[kind_onload]},
+                      {"host_restores", st.host_restores},
+                      {"demotions", st.demotions},
+                      {"promotions", st.promotions},
+                      {"host_evictions", st.host_evictions},
+                      {"host_published_at_end", st.host_published},
+                      {"this_rank_bytes_device_to_host", st.bytes_to_host},
+                      {"this_rank_bytes_host_to_device", st.bytes_from_host}};
+  }
   json kinds;
-  for (int k = 0; k < 3; ++k)
+  for (int k = 0; k < (tier ? kind_count : 3); ++k)
     kinds[kind_name(k)] = {{"issued", st.issued[k]}, {"applied", st.applied[k]}, {"failed", st.failed[k]}};
   j["commands"] = {{"total", cmds},
                    {"by_kind", kinds},

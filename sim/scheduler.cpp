@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <statexfer/commands.hpp>
+
 namespace statexfer::sim {
 
 Scheduler::Scheduler(const SimConfig& cfg, const Workload& workload, const Geometry& geometry)
@@ -13,7 +15,7 @@ Scheduler::Scheduler(const SimConfig& cfg, const Workload& workload, const Geome
   slots_.resize(static_cast<std::size_t>(C));
   tables_.assign(static_cast<std::size_t>(C * g_.table_width), -1);
   draft_tables_.assign(static_cast<std::size_t>(C * g_.table_width), -1);
-  cache_ = PrefixCache(g_.first_snapshot_row(), g_.snapshot_rows);
+  cache_ = PrefixCache(g_.first_snapshot_row(), g_.snapshot_rows, cfg_.host_snapshot_rows);
   for (std::int64_t p = g_.pages - 1; p >= 0; --p) free_pages_.push_back(static_cast<std::int32_t>(p));
   free_draft_pages_ = free_pages_;  // draft pages in another (fixed) order than the KV pages
   std::shuffle(free_draft_pages_.begin(), free_draft_pages_.end(), std::mt19937_64(0x5EEDULL));
@@ -34,7 +36,7 @@ const Batch& Scheduler::plan_batch() {
   batch_.clear();
   for (std::int64_t s = 0; s < C; ++s) {
     const Slot& sl = slots_[s];
-    if (!sl.snapshot) continue;
+    if (!sl.snapshot || !cache_.ready(sl.snapshot->row)) continue;  // its row's demotion applies first
     batch_.push_back({{s, g_.live_row(s), sl.snapshot->row, 0, sl.consumed}, kind_snapshot, s});
     (sl.snapshot->completion ? counts_.completion_snapshots : counts_.checkpoint_snapshots)++;
   }
@@ -43,6 +45,16 @@ const Batch& Scheduler::plan_batch() {
       batch_.push_back({{s, -1, g_.live_row(s), 1, 0}, kind_reset, s});
       slots_[s].phase = Slot::reset;
     }
+  // Moves in the room the admissions leave (one command per free slot at most).
+  std::int64_t room = C - static_cast<std::int64_t>(batch_.size());
+  for (const Slot& sl : slots_) room -= sl.phase == Slot::free ? 1 : 0;
+  moves_ = cache_.take_moves(room);
+  for (std::size_t i = 0; i < moves_.size(); ++i) {
+    const PrefixCache::Move& m = moves_[i];
+    batch_.push_back({{-1, m.src, m.dst, m.offload ? statexfer::op_offload : statexfer::op_onload, m.key.len},
+                      m.offload ? kind_offload : kind_onload,
+                      static_cast<std::int64_t>(i)});
+  }
   for (std::int64_t s = 0; s < C; ++s)
     if (slots_[s].phase == Slot::free && !admit(s)) break;
   return batch_;
@@ -87,12 +99,15 @@ bool Scheduler::admit(std::int64_t s) {
       at.push_back(walker);
     }
     for (auto i = at.rbegin(); i != at.rend(); ++i) {
-      if (auto row = cache_.lookup(i->key())) {
+      if (auto found = cache_.lookup(i->key())) {
         sl.phase = Slot::restore;
         sl.restore_stream = *i;
         sl.restore_end = i->pos();
-        batch_.push_back({{s, *row, g_.live_row(s), 0, i->pos()}, kind_restore, s});
+        // A host entry is restored from its host row directly (prefix_cache.hpp says why).
+        const std::int32_t op = found->host ? statexfer::op_restore_from_host : statexfer::op_copy;
+        batch_.push_back({{s, found->row, g_.live_row(s), op, i->pos()}, kind_restore, s});
         counts_.hits++;
+        (found->host ? counts_.host_hits : counts_.device_hits)++;
         return true;
       }
     }
@@ -120,6 +135,10 @@ void Scheduler::take_results(const std::vector<std::int32_t>& codes) {
   for (std::size_t i = 0; i < batch_.size(); ++i) {
     const BatchEntry& b = batch_[i];
     const bool ok = codes[i] == 0;
+    if (b.kind == kind_offload || b.kind == kind_onload) {
+      cache_.moved(moves_[static_cast<std::size_t>(b.slot)], ok);
+      continue;
+    }
     Slot& sl = slots_[b.slot];
     switch (b.kind) {
       case kind_snapshot: {

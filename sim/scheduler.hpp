@@ -24,6 +24,7 @@ namespace statexfer::sim {
 /// What the scheduler did so far.
 struct SchedulerCounts {
   std::int64_t admitted = 0, completed = 0, hits = 0, misses = 0;
+  std::int64_t device_hits = 0, host_hits = 0;  ///< hits by the tier that served them
   std::int64_t prompt_tokens = 0, restored_tokens = 0, prefill_tokens = 0, decode_tokens = 0;
   std::int64_t checkpoint_snapshots = 0, completion_snapshots = 0, restore_fallbacks = 0;
 };
@@ -32,8 +33,9 @@ class Scheduler {
  public:
   Scheduler(const SimConfig& cfg, const Workload& workload, const Geometry& geometry);
 
-  /// This step's commands: the snapshots the last model step planned, resets of
-  /// requests whose restore failed, then admissions while slots and pages last.
+  /// This step's commands: the snapshots the last model step planned (once
+  /// their row is ready), resets of requests whose restore failed, the prefix
+  /// cache's moves between tiers, then admissions while slots and pages last.
   const Batch& plan_batch();
   /// The batch's codes (combined over the ranks): publish or release snapshot
   /// rows, start restored or reset requests, retry failed ones from the start.
@@ -85,6 +87,7 @@ class Scheduler {
   const Geometry& g_;
   std::vector<Slot> slots_;
   Batch batch_;
+  std::vector<PrefixCache::Move> moves_;  // this step's offloads and onloads
   std::deque<std::int64_t> queue_;
   std::vector<char> done_;
   PrefixCache cache_;

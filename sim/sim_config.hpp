@@ -23,8 +23,9 @@ struct Fault {
 
 struct SimConfig {
   // Pool and model geometry (whole model; each rank holds a shard).
-  std::int64_t capacity = 64;        ///< request slots = command capacity C
-  std::int64_t snapshot_rows = 256;  ///< rows of the prefix cache
+  std::int64_t capacity = 64;           ///< request slots = command capacity C
+  std::int64_t snapshot_rows = 256;     ///< rows of the prefix cache
+  std::int64_t host_snapshot_rows = 0;  ///< host-tier rows of the prefix cache (0: no host tier)
   std::int64_t page_tokens = 16;
   std::int64_t row_bytes = 32768;  ///< recurrent (SSM + conv) state bytes per row
   std::int64_t kv_planes = 2;

@@ -16,13 +16,18 @@ struct Stats {
   std::int64_t hits = 0, misses = 0, restored_tokens = 0, prompt_tokens = 0;
   std::int64_t prefill_tokens = 0, decode_tokens = 0;
   // Commands.
-  std::array<std::int64_t, 3> issued{}, applied{}, failed{};
+  std::array<std::int64_t, 5> issued{}, applied{}, failed{};  ///< by Kind (batch.hpp)
   std::int64_t checkpoint_snapshots = 0, completion_snapshots = 0, restore_fallbacks = 0;
   std::array<std::int64_t, 8> errors{};                    ///< by combined code 0..6; 7: other
   std::int64_t row_bytes_moved = 0, page_bytes_moved = 0;  ///< this rank's shard
   std::int64_t total_bytes_moved = 0;                      ///< all ranks
   // Prefix cache.
   std::int64_t cache_published = 0, cache_evictions = 0, cache_reservations = 0, cache_refused = 0, cache_releases = 0;
+  // Host tier (--host-snapshot-rows): hits by the tier that served them, restores
+  // from host rows that applied, moves, and this rank's bytes across the tiers.
+  std::int64_t device_hits = 0, host_hits = 0, host_restores = 0;
+  std::int64_t demotions = 0, promotions = 0, host_evictions = 0, host_published = 0;
+  std::int64_t bytes_to_host = 0, bytes_from_host = 0;
   // Faults.
   std::int64_t faults_injected = 0, fault_commands_refused = 0, faults_missed = 0;
   // Verification.
@@ -35,7 +40,7 @@ struct Stats {
   std::vector<float> transfer_us, step_us;
   std::vector<std::int32_t> step_commands;
   // Geometry, for the report.
-  std::int64_t rows = 0, row_bytes = 0, pages = 0, width = 0, memory_bytes = 0;
+  std::int64_t rows = 0, row_bytes = 0, pages = 0, width = 0, memory_bytes = 0, host_memory_bytes = 0;
   std::string backend, combiner;
   int ranks = 1;
   bool graphs = false;

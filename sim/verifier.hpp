@@ -4,7 +4,7 @@
 // --verify: after every transfer, the codes the ranks must hold (the contract's
 // oracle on each rank's view of the page tables, combined) against the device's,
 // then the oracle's writes and the model's on the host replica, and the device's
-// pool, request state and every cache page written since the last comparison,
+// pool, host tier, request state and every cache page written since the last comparison,
 // byte for byte (whole caches every --verify-full-every steps and at the end).
 
 #include <Kokkos_Core.hpp>
@@ -170,18 +170,27 @@ class Verifier {
     return "padding";
   }
 
-  void compare_pool() {
+  // Rows [0, rows) of one tier ("pool" or "host"): false at the first difference.
+  bool compare_rows(const char* tier, const std::uint8_t* dev, const std::uint8_t* want, std::int64_t rows) {
     const std::int64_t RB = g_.row_bytes;
-    auto pool = host_copy(device_.pool().backing());
-    const std::uint8_t* dev = pool.data();
-    const std::uint8_t* want = replica_.pool().data();
-    for (std::int64_t row = 0; row < g_.rows; ++row) {
+    for (std::int64_t row = 0; row < rows; ++row) {
       if (std::memcmp(dev + row * RB, want + row * RB, static_cast<std::size_t>(RB)) == 0) continue;
       std::int64_t b = 0;
       while (dev[row * RB + b] == want[row * RB + b]) ++b;
-      fail("pool row " + std::to_string(row) + " byte " + std::to_string(b) + " (region " + region_at(b) +
-           "): device " + std::to_string(dev[row * RB + b]) + ", oracle " + std::to_string(want[row * RB + b]));
-      return;
+      fail(std::string(tier) + " row " + std::to_string(row) + " byte " + std::to_string(b) + " (region " +
+           region_at(b) + "): device " + std::to_string(dev[row * RB + b]) + ", oracle " +
+           std::to_string(want[row * RB + b]));
+      return false;
+    }
+    return true;
+  }
+
+  void compare_pool() {
+    auto pool = host_copy(device_.pool().backing());
+    if (!compare_rows("pool", pool.data(), replica_.pool().data(), g_.rows)) return;
+    if (g_.host_rows > 0) {
+      auto host = host_copy(device_.host_tier().backing());
+      if (!compare_rows("host", host.data(), replica_.host().data(), g_.host_rows)) return;
     }
     auto consumed = host_copy(device_.requests().consumed_tokens);
     const auto& expected = replica_.request_consumed();

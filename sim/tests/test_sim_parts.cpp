@@ -1,5 +1,5 @@
 // The simulator's parts on their own, without a device: the geometry's checks
-// and shards, the scheduler's prefix-cache decisions, the fault injector's
+// and shards, the scheduler's prefix-cache decisions, the two-tier prefix cache, the fault injector's
 // choice of command, and the verifier's replica judged by the oracle.
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include "faults.hpp"
 #include "geometry.hpp"
 #include "model.hpp"
+#include "prefix_cache.hpp"
 #include "replica.hpp"
 #include "scheduler.hpp"
 #include "sim_config.hpp"
@@ -226,6 +227,119 @@ TEST(SimReplica, TheOracleSnapshotsTheLiveRowAndItsPartialPage) {
   wrong_end.operation += 1;
   wrong_end.expected_consumed += 1;
   EXPECT_EQ(replica.oracle().validate(wrong_end, memory)[0], 3);
+}
+
+PrefixKey key(std::int64_t len) { return {len, static_cast<std::uint64_t>(len) * 7, static_cast<std::uint64_t>(len)}; }
+
+// Reserve and publish `k` (its row must be ready at once).
+std::int64_t store(PrefixCache& cache, std::int64_t k) {
+  const auto row = cache.reserve(key(k));
+  EXPECT_TRUE(row.has_value());
+  cache.publish(key(k));
+  return row.value_or(-1);
+}
+
+TEST(SimPrefixCache, WithoutAHostTierTheLeastRecentlyUsedEntryIsEvicted) {
+  PrefixCache cache(10, 2);  // device rows 10, 11
+  const std::int64_t r1 = store(cache, 1);
+  store(cache, 2);
+  const auto row = cache.reserve(key(3));
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(*row, r1);
+  EXPECT_TRUE(cache.ready(*row));
+  EXPECT_FALSE(cache.lookup(key(1)).has_value());
+  EXPECT_EQ(cache.evictions(), 1);
+  EXPECT_TRUE(cache.take_moves(64).empty());
+}
+
+TEST(SimPrefixCache, ADemotedRowIsWrittenOnlyAfterItsOffloadApplied) {
+  PrefixCache cache(10, 2, 1);  // device rows 10, 11; host row 1
+  const std::int64_t r1 = store(cache, 1);
+  store(cache, 2);
+  const auto row = cache.reserve(key(3));
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(*row, r1);
+  EXPECT_FALSE(cache.ready(r1));  // the offload of key 1 reads it first
+  const auto during = cache.lookup(key(1));
+  ASSERT_TRUE(during.has_value());  // still readable in its device row meanwhile
+  EXPECT_FALSE(during->host);
+  const auto moves = cache.take_moves(64);
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_TRUE(moves[0].offload);
+  EXPECT_EQ(moves[0].src, r1);
+  EXPECT_EQ(moves[0].dst, 1);
+  EXPECT_EQ(moves[0].key.len, 1);
+  cache.moved(moves[0], true);
+  EXPECT_TRUE(cache.ready(r1));
+  const auto after = cache.lookup(key(1));
+  ASSERT_TRUE(after.has_value());
+  EXPECT_TRUE(after->host);
+  EXPECT_EQ(after->row, 1);
+  EXPECT_EQ(cache.demotions(), 1);
+  EXPECT_EQ(cache.evictions(), 0);
+}
+
+TEST(SimPrefixCache, TheSecondHostHitPromotesByAnOnload) {
+  PrefixCache cache(10, 1, 1);  // device row 10; host row 1
+  auto settle = [&] {
+    for (const auto& m : cache.take_moves(64)) cache.moved(m, true);
+  };
+  store(cache, 1);
+  cache.reserve(key(2));  // demotes key 1 into host row 1
+  settle();
+  cache.publish(key(2));
+  EXPECT_TRUE(cache.lookup(key(1))->host);  // a first host hit is served in place
+  EXPECT_EQ(cache.promotions(), 0);
+  const auto second = cache.lookup(key(1));
+  ASSERT_TRUE(second.has_value());
+  EXPECT_TRUE(second->host);  // this step's restore still reads the host row
+  EXPECT_EQ(cache.promotions(), 1);
+  // Key 2 is the device victim, but key 1 holds the only host row and is pinned
+  // while promoted: key 2 is evicted, its row ready at once, the onload issued.
+  EXPECT_EQ(cache.evictions(), 1);
+  const auto moves = cache.take_moves(64);
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_FALSE(moves[0].offload);
+  EXPECT_EQ(moves[0].src, 1);
+  EXPECT_EQ(moves[0].dst, 10);
+  cache.moved(moves[0], true);
+  const auto back = cache.lookup(key(1));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_FALSE(back->host);
+  EXPECT_EQ(back->row, 10);
+  EXPECT_EQ(cache.host_published(), 0);
+  // Host row 1 is free again: the next demotion takes it without a host eviction.
+  cache.reserve(key(3));
+  settle();
+  EXPECT_EQ(cache.host_evictions(), 0);
+  EXPECT_TRUE(cache.lookup(key(1))->host);
+}
+
+TEST(SimPrefixCache, AFullHostTierEvictsItsLeastRecentlyUsedEntry) {
+  PrefixCache cache(10, 1, 1);
+  auto settle = [&] {
+    for (const auto& m : cache.take_moves(64)) cache.moved(m, true);
+  };
+  store(cache, 1);
+  cache.reserve(key(2));
+  settle();
+  cache.publish(key(2));
+  cache.reserve(key(3));  // demotes key 2 into key 1's host row: key 1 is gone
+  EXPECT_EQ(cache.host_evictions(), 1);
+  EXPECT_FALSE(cache.lookup(key(1)).has_value());
+  settle();
+  EXPECT_TRUE(cache.lookup(key(2))->host);
+}
+
+TEST(SimPrefixCache, MovesWaitForRoomInTheBatch) {
+  PrefixCache cache(10, 2, 4);
+  store(cache, 1);
+  store(cache, 2);
+  cache.reserve(key(3));
+  cache.reserve(key(4));
+  EXPECT_EQ(cache.take_moves(1).size(), 1u);
+  EXPECT_EQ(cache.take_moves(0).size(), 0u);
+  EXPECT_EQ(cache.take_moves(8).size(), 1u);
 }
 
 }  // namespace
