@@ -48,10 +48,12 @@ struct Workload {
   statexfer::StateCommands<Exec> commands;
   std::vector<statexfer::PageBinding<Exec>::cache_view> caches;
   std::unique_ptr<statexfer::PreparedStateTransfer<Exec>> transfer;
+  statexfer::HostTier<Exec> host;  // host_rows > 0: bound to the transfer (BenchTier.cpp)
   std::int64_t bytes_written = 0;
 
-  /// Prepares the transfer on `exec`, the instance the benchmark then runs it on.
-  Workload(const Shape& s, const Exec& exec) {
+  /// Prepares the transfer on `exec`, the instance the benchmark then runs it
+  /// on; with `host_rows` > 0 a host tier of that many rows is bound too.
+  Workload(const Shape& s, const Exec& exec, std::int64_t host_rows = 0) {
     const std::int64_t c = s.capacity;
     std::vector<statexfer::Region> regions{{"consumed_tokens", 0, 8, statexfer::DType::int64}};
     std::int64_t offset = 64;
@@ -88,6 +90,10 @@ struct Workload {
 
     statexfer::TransferConfig<Exec> config;
     config.page_tokens = s.page_tokens;
+    if (host_rows > 0) {
+      host = statexfer::HostTier<Exec>(pool.layout(), host_rows);
+      config.host_tier = host;
+    }
     config.state_rows = state_rows;
     config.requests = requests;
     for (const auto& name : pages) {
@@ -229,6 +235,7 @@ class Replayer {
 // before benchmark::Initialize with the shapes the command line selected.
 void register_transfer_shapes(const std::vector<NamedShape>& shapes);
 void register_validate_capacity();
+void register_tier_benchmarks();  // --set tiers
 
 }  // namespace statexfer::bench
 

@@ -286,7 +286,6 @@ struct ValidateFunctor {
   using scratch_space = typename ExecutionSpace::scratch_memory_space;
   using record_view = Kokkos::View<RowRecord*, scratch_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using peer_view = Kokkos::View<PeerKeys*, scratch_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using found_view = Kokkos::View<int*, scratch_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   Kokkos::View<const std::int64_t*, memory_space> request_slots, source_slots, destination_slots, expected_consumed;
   Kokkos::View<const std::int32_t*, memory_space> operation, num_ops;
@@ -303,7 +302,7 @@ struct ValidateFunctor {
   TransferShape shape;
 
   static std::size_t scratch_bytes(std::int64_t capacity) {
-    return record_view::shmem_size(capacity) + peer_view::shmem_size(capacity) + found_view::shmem_size(capacity);
+    return record_view::shmem_size(capacity) + peer_view::shmem_size(capacity);
   }
 
   KOKKOS_INLINE_FUNCTION RowRecord load_row(std::int64_t r) const {
@@ -366,7 +365,6 @@ struct ValidateFunctor {
     const ValidateLimits lim = limits();
     record_view records(team.team_scratch(0), c);
     peer_view peers(team.team_scratch(0), c);
-    found_view found(team.team_scratch(0), c);
 
     // Load: a thread or lane per row, so that the per-row work is done once.
     Kokkos::parallel_for(Kokkos::TeamVectorRange(team, c), [&](const std::int64_t r) {
@@ -376,8 +374,11 @@ struct ValidateFunctor {
     });
     team.team_barrier();
 
-    // Pairs: each row's comparisons with the other live rows over the vector
-    // lanes of its thread (a conflict needs only equal keys).
+    // Pairs and decision: each row's comparisons with the other live rows over
+    // the vector lanes of its thread (a conflict needs only equal keys), then
+    // one lane decides and writes. Deciding here, not after another barrier,
+    // spares the chain a barrier, a second read of the record and a second
+    // row_check() (the kernel is one warp's dependent instructions at small C).
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const std::int64_t r) {
       const RowRecord q = records(r);
       const RowCheck k = row_check(q, r, lim);
@@ -390,21 +391,14 @@ struct ValidateFunctor {
             },
             bits);
       }
-      Kokkos::single(Kokkos::PerThread(team), [&]() { found(r) = bits; });
-    });
-    team.team_barrier();
-
-    // Decide and write: a thread or lane per row again.
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, c), [&](const std::int64_t r) {
-      const RowRecord q = records(r);
-      const RowCheck k = row_check(q, r, lim);
-      const int bits = found(r);
-      const bool t_conflict[2] = {((bits >> 10) & 1023) != 0, ((bits >> 20) & 1023) != 0};
-      std::int32_t code;
-      RowPlan p;
-      finish_row(q, k, (bits & 1023) != 0, t_conflict, lim.pages, row_bases, code, p);
-      errors(r) = code;
-      plan(r) = p;
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        const bool t_conflict[2] = {((bits >> 10) & 1023) != 0, ((bits >> 20) & 1023) != 0};
+        std::int32_t code;
+        RowPlan p;
+        finish_row(q, k, (bits & 1023) != 0, t_conflict, lim.pages, row_bases, code, p);
+        errors(r) = code;
+        plan(r) = p;
+      });
     });
   }
 };
