@@ -86,7 +86,9 @@ void run(benchmark::State& state, const Shape& shape, Batch batch) {
   const std::int64_t c = shape.capacity, moved = c + 8, onloaded = c + 7, host_row = 1;
   CommandWriter commands(w.commands);
   std::int32_t count = 0;
-  auto offload_at = [&](int i) { commands.set(i, moved, host_row, statexfer::op_offload, consumed_of(w.pool.backing(), moved)); };
+  auto offload_at = [&](int i) {
+    commands.set(i, moved, host_row, statexfer::op_offload, consumed_of(w.pool.backing(), moved));
+  };
   if (batch == Batch::onload1 || batch == Batch::mixed_onload) {
     // Host row 1 gets row 16's bytes first, eagerly; command 0 is a snapshot again after.
     const std::int64_t slot = commands.slot(0), src = commands.src(0), dst = commands.dst(0), end = commands.end(0);
@@ -128,9 +130,8 @@ void run(benchmark::State& state, const Shape& shape, Batch batch) {
   state.counters["row_bytes"] = static_cast<double>(w.pool.row_bytes());
   state.counters["device_bytes_rw"] = snapshots ? 2.0 * 4 * static_cast<double>(w.bytes_written) / shape.live() : 0.0;
   state.counters["host_link_bytes"] = tier ? static_cast<double>(w.pool.row_bytes()) : 0.0;
-  state.counters["host_link_GBps"] =
-      benchmark::Counter(tier ? static_cast<double>(w.pool.row_bytes()) * 1e-9 : 0.0,
-                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["host_link_GBps"] = benchmark::Counter(tier ? static_cast<double>(w.pool.row_bytes()) * 1e-9 : 0.0,
+                                                        benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(w.transfer->launch_summary());
 }
 
@@ -191,7 +192,8 @@ void register_tier_benchmarks() {
     for (const auto& [name, batch] : batches) {
       const Shape shape = s.shape;
       const Batch b = batch;
-      benchmark::RegisterBenchmark((s.name + "/" + name).c_str(), [shape, b](benchmark::State& st) { run(st, shape, b); })
+      benchmark::RegisterBenchmark((s.name + "/" + name).c_str(),
+                                   [shape, b](benchmark::State& st) { run(st, shape, b); })
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond)
           ->MinTime(0.05);
@@ -201,8 +203,9 @@ void register_tier_benchmarks() {
     const std::int64_t bytes = s.shape.row_bytes;
     for (const bool to_host : {true, false})
       for (const bool eager : {true, false})
-        benchmark::RegisterBenchmark((s.name + "/memcpy_" + (to_host ? "d2h" : "h2d") + (eager ? "_eager" : "_graph")).c_str(),
-                                     [bytes, to_host, eager](benchmark::State& st) { run_memcpy(st, bytes, to_host, eager); })
+        benchmark::RegisterBenchmark(
+            (s.name + "/memcpy_" + (to_host ? "d2h" : "h2d") + (eager ? "_eager" : "_graph")).c_str(),
+            [bytes, to_host, eager](benchmark::State& st) { run_memcpy(st, bytes, to_host, eager); })
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond)
             ->MinTime(0.05);
