@@ -1,5 +1,7 @@
 #include "faults.hpp"
 
+#include <statexfer/commands.hpp>
+
 namespace statexfer::sim {
 
 StepFaults FaultInjector::inject(std::int64_t step, const Batch& batch) {
@@ -10,7 +12,8 @@ StepFaults FaultInjector::inject(std::int64_t step, const Batch& batch) {
     for (std::int64_t i = 0; i < count; ++i) {
       const Command& c = batch[static_cast<std::size_t>(i)].cmd;
       const int kind = batch[static_cast<std::size_t>(i)].kind;
-      if (c.op != 0 || c.end % page_tokens_ == 0 || out.hits(i) || (f.kind >= 0 && kind != f.kind)) continue;
+      const bool op = f.host ? c.op == statexfer::op_restore_from_host : c.op == statexfer::op_copy;
+      if (!op || c.end % page_tokens_ == 0 || out.hits(i) || (f.kind >= 0 && kind != f.kind)) continue;
       f.injected_step = step;
       f.command = i;
       out.commands.emplace_back(f.rank, i);

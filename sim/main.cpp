@@ -82,12 +82,15 @@ sim::Fault parse_fault(const std::string& text) {
         f.kind = sim::kind_snapshot;
       else if (parts[2] == "restore")
         f.kind = sim::kind_restore;
+      else if (parts[2] == "host-restore")
+        f.kind = sim::kind_restore, f.host = true;
       else if (parts[2] != "any")
         throw std::invalid_argument(text);
     }
   } catch (const std::exception&) {
-    throw CLI::ValidationError("--inject-fault",
-                               "expected RANK:STEP or RANK:STEP:KIND (snapshot, restore, any), got '" + text + "'");
+    throw CLI::ValidationError(
+        "--inject-fault",
+        "expected RANK:STEP or RANK:STEP:KIND (snapshot, restore, host-restore, any), got '" + text + "'");
   }
   return f;
 }
@@ -208,9 +211,10 @@ int run(int argc, char* argv[]) {
       ->group(chk)
       ->capture_default_str();
   app.add_option("--tp", cfg.tp, "tensor-parallel ranks (run under mpirun -np N)")->group(chk)->capture_default_str();
-  app.add_option("--inject-fault", faults,
-                 "RANK:STEP[:KIND]: from STEP on, the first command (KIND: snapshot, restore, any) with a "
-                 "partial page finds it unmapped in RANK's page table only (repeatable)")
+  app.add_option(
+         "--inject-fault", faults,
+         "RANK:STEP[:KIND]: from STEP on, the first command (KIND: snapshot, restore, host-restore, any) with a "
+         "partial page finds it unmapped in RANK's page table only (repeatable)")
       ->group(chk);
   app.add_flag("--no-combine", no_combine, "skip the error combiner (shows why it is needed; needs --verify)")
       ->group(chk);

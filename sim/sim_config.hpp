@@ -11,12 +11,14 @@
 namespace statexfer::sim {
 
 /// --inject-fault RANK:STEP[:KIND]: from step STEP on, the first command (of
-/// KIND: snapshot or restore; any by default) with a partial page finds that
-/// page unmapped in rank RANK's page table (rank-local).
+/// KIND: snapshot or restore, any by default; host-restore: a restore from the
+/// host tier) with a partial page finds that page unmapped in rank RANK's page
+/// table (rank-local).
 struct Fault {
   int rank = 0;
   std::int64_t step = 0;
   int kind = -1;                    ///< kind_snapshot, kind_restore, or -1: any
+  bool host = false;                ///< only restores from the host tier (operation 4), else operation 0 only
   std::int64_t injected_step = -1;  ///< the step it hit (-1: not yet)
   std::int64_t command = -1;        ///< the command row it hit
 };
