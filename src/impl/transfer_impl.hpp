@@ -279,7 +279,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   if (impl::SortedValidation<ExecutionSpace>::applies(c)) {
     // Tuning diagnostics (README): keys per sort chunk and look-up teams per chunk.
     const std::int64_t chunk =
-        impl::env_integer("STATEXFER_VALIDATE_CHUNK", impl::SortedValidation<ExecutionSpace>::max_chunk, 64, 4096);
+        impl::env_integer("STATEXFER_VALIDATE_CHUNK", impl::SortedValidation<ExecutionSpace>::default_chunk, 64, 4096);
     if ((chunk & (chunk - 1)) != 0)
       reject("STATEXFER_VALIDATE_CHUNK must be a power of two, got " + std::to_string(chunk));
     const auto groups = static_cast<int>(

@@ -331,9 +331,9 @@ struct SortedValidation {
   /// Whether validation of this capacity takes the sorted path.
   static bool applies(std::int64_t capacity) noexcept { return capacity > max_capacity; }
 
-  /// Keys per sort team: 1024 spreads C = 4096 over 20 teams (SMs) and keeps
-  /// each row's searches to at most 4 chunks.
-  static constexpr std::int64_t max_chunk = 1024;
+  /// Keys per chunk: 1024 spreads C = 4096 over 5 x 4 chunks (times the look-up
+  /// teams of each) and keeps each row's searches to at most 4 chunks.
+  static constexpr std::int64_t default_chunk = 1024;
   /// Look-up teams per chunk: four, each sorting the chunk and answering a
   /// quarter of the rows, were faster at every sorted capacity on the H200 than
   /// one team answering all of them (perf_tests/RESULTS.md).
@@ -341,7 +341,7 @@ struct SortedValidation {
 
   /// `chunk_limit`: keys per chunk at most (a power of two); `groups`: teams per
   /// chunk, each looking up its slice of the rows (perf_tests/RESULTS.md).
-  void allocate(const TransferShape& shape, std::int64_t chunk_limit = max_chunk, int groups = 1) {
+  void allocate(const TransferShape& shape, std::int64_t chunk_limit = default_chunk, int groups = default_groups) {
     const std::int64_t c = shape.capacity;
     work.arrays = shape.has_trailing ? 5 : 3;
     using Kokkos::view_alloc;

@@ -164,6 +164,28 @@ struct Memory {
   std::vector<std::uint8_t> pool, kv, draft;
 };
 
+/// The TransferConfig of the test fixtures: page binding "kv", trailing binding
+/// "draft" (with its tables) when `trailing`, and the excluded regions.
+template <class Exec>
+statexfer::TransferConfig<Exec> fixture_config(std::int64_t page_tokens, const statexfer::StateRows<Exec>& state_rows,
+                                               const statexfer::RequestState<Exec>& requests,
+                                               const typename statexfer::PageBinding<Exec>::cache_view& kv,
+                                               const typename statexfer::PageBinding<Exec>::cache_view& draft,
+                                               bool trailing, const statexfer::PageTable<Exec>& trailing_tables,
+                                               const std::vector<std::string>& excluded) {
+  statexfer::TransferConfig<Exec> config;
+  config.pages = {{"kv", kv}};
+  config.page_tokens = page_tokens;
+  config.state_rows = state_rows;
+  config.requests = requests;
+  if (trailing) {
+    config.trailing_pages = {{"draft", draft}};
+    config.trailing_tables = trailing_tables;
+  }
+  config.excluded_regions = excluded;
+  return config;
+}
+
 template <class Exec>
 struct Batch {
   using memory_space = typename Exec::memory_space;
@@ -230,16 +252,8 @@ struct Batch {
     capacity_h = {rows, p};
 
     sync();
-    statexfer::TransferConfig<Exec> config;
-    config.pages = {{"kv", kv_cache}};
-    config.page_tokens = opt.page_tokens;
-    config.state_rows = state_rows;
-    config.requests = requests;
-    if (opt.trailing) {
-      config.trailing_pages = {{"draft", draft_cache}};
-      config.trailing_tables = trailing_tables;
-    }
-    config.excluded_regions = opt.excluded;
+    const auto config = fixture_config<Exec>(opt.page_tokens, state_rows, requests, kv_cache, draft_cache, opt.trailing,
+                                             trailing_tables, opt.excluded);
     transfer = std::make_unique<statexfer::PreparedStateTransfer<Exec>>(pool, commands, tables, config);
     transfer->prepare(Exec());
   }

@@ -99,16 +99,8 @@ struct TierRig {
     for (std::int64_t s = 0; s < c; ++s) state_h[s * 8] = 1 + s;
     slots_capacity = rows, pages_capacity = p, host_capacity = opt.host_rows;
 
-    statexfer::TransferConfig<Exec> config;
-    config.pages = {{"kv", kv_cache}};
-    config.page_tokens = opt.page_tokens;
-    config.state_rows = state_rows;
-    config.requests = requests;
-    if (opt.trailing) {
-      config.trailing_pages = {{"draft", draft_cache}};
-      config.trailing_tables = trailing_tables;
-    }
-    config.excluded_regions = opt.excluded;
+    auto config = fixture_config<Exec>(opt.page_tokens, state_rows, requests, kv_cache, draft_cache, opt.trailing,
+                                       trailing_tables, opt.excluded);
     config.host_tier = host;
     transfer = std::make_unique<statexfer::PreparedStateTransfer<Exec>>(pool, commands, tables, config);
     transfer->prepare(exec);
