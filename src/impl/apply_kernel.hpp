@@ -19,6 +19,56 @@
 
 namespace statexfer::impl {
 
+/// What one work item of a row does: copy `length` bytes from src to dst, zero
+/// them (src null), or nothing (length 0).
+struct ItemMove {
+  std::uint8_t* dst;
+  const std::uint8_t* src;
+  std::int64_t length;
+};
+
+// Whether page `part` of binding `b` is written in this row's plan.
+KOKKOS_INLINE_FUNCTION bool page_written(const RowPlan& p, const BindingEntry& b, std::int32_t part) {
+  if (!b.trailing) return (p.flags & plan_page) != 0;
+  return (p.flags & (part == 0 ? plan_trailing0 : plan_trailing1)) != 0;
+}
+
+/// Work item `item` of a row whose plan is `p` and error `error`.
+KOKKOS_INLINE_FUNCTION ItemMove item_move(const RowPlan& p, std::int32_t error, const WorkItem& item) {
+  ItemMove m{nullptr, nullptr, 0};
+  if (!(p.flags & plan_active) || error != 0) return m;
+  const bool copy = (p.flags & plan_copy) != 0;
+  const bool snapshot = (p.flags & plan_snapshot) != 0;
+  if (item.kind == work_row) {
+    if (copy && snapshot && item.binding >= 0 && page_written(p, item.page, item.part)) return m;
+    m.dst = p.dst_row + item.offset;
+    m.src = copy ? p.src_row + item.offset : nullptr;
+    m.length = item.length;
+    return m;
+  }
+  // Page tile.
+  const BindingEntry& b = item.page;
+  if (!copy || !page_written(p, b, item.part)) return m;
+  std::int64_t page;
+  if (!b.trailing) {
+    page = p.page;
+  } else {
+    if (!snapshot && item.part == 0 && (p.flags & plan_trailing0_shadowed)) return m;
+    page = p.tpage[item.part];
+  }
+  std::uint8_t* cache = b.cache + page * b.page_bytes + item.offset;
+  const std::int64_t in_row = b.region_offset + item.part * b.page_bytes + item.offset;
+  if (snapshot) {
+    m.dst = p.dst_row + in_row;
+    m.src = cache;
+  } else {
+    m.dst = cache;
+    m.src = p.src_row + in_row;
+  }
+  m.length = item.length;
+  return m;
+}
+
 /// A team per (command row, work item): league = capacity x items per row.
 template <class ExecutionSpace>
 struct ApplyFunctor {
@@ -31,12 +81,6 @@ struct ApplyFunctor {
   Kokkos::View<const WorkItem*, memory_space> items;
   std::int32_t items_per_row;  // capacity * items_per_row < 2^31: the constructor checks
   std::int32_t bulk;           // stage copies through team scratch with bulk copies (CUDA, sm_90+)
-
-  // Whether page `part` of binding `b` is written in this row's plan.
-  KOKKOS_INLINE_FUNCTION static bool page_written(const RowPlan& p, const BindingEntry& b, std::int32_t part) {
-    if (!b.trailing) return (p.flags & plan_page) != 0;
-    return (p.flags & (part == 0 ? plan_trailing0 : plan_trailing1)) != 0;
-  }
 
   // Host teams of one thread copy with the C library, which knows the CPU. On
   // Hopper, one thread of the team moves the 16-byte-aligned body with bulk
@@ -95,39 +139,14 @@ struct ApplyFunctor {
   /// Work item `item` of a row whose plan is `p` and error `error`.
   KOKKOS_INLINE_FUNCTION void run_plan(const member_type& team, std::uint8_t* staging, const RowPlan& p,
                                        std::int32_t error, const WorkItem& item) const {
-    if (!(p.flags & plan_active) || error != 0) return;
-    const bool copy = (p.flags & plan_copy) != 0;
-    const bool snapshot = (p.flags & plan_snapshot) != 0;
+    const ItemMove m = item_move(p, error, item);
+    if (m.length == 0) return;
     // Host tier rows are reached through mapped (UVA) addresses: the team's loads and stores, not bulk copies.
     if (p.flags & plan_host) staging = nullptr;
-
-    if (item.kind == work_row) {
-      std::uint8_t* dst = p.dst_row + item.offset;
-      if (!copy) {
-        zero_range(team, dst, item.length);
-        return;
-      }
-      if (snapshot && item.binding >= 0 && page_written(p, item.page, item.part)) return;
-      copy_range(team, staging, dst, p.src_row + item.offset, item.length);
-      return;
-    }
-
-    // Page tile.
-    const BindingEntry& b = item.page;
-    if (!copy || !page_written(p, b, item.part)) return;
-    std::int64_t page;
-    if (!b.trailing) {
-      page = p.page;
-    } else {
-      if (!snapshot && item.part == 0 && (p.flags & plan_trailing0_shadowed)) return;
-      page = p.tpage[item.part];
-    }
-    std::uint8_t* cache = b.cache + page * b.page_bytes + item.offset;
-    const std::int64_t in_row = b.region_offset + item.part * b.page_bytes + item.offset;
-    if (snapshot)
-      copy_range(team, staging, p.dst_row + in_row, cache, item.length);
+    if (m.src == nullptr)
+      zero_range(team, m.dst, m.length);
     else
-      copy_range(team, staging, cache, p.src_row + in_row, item.length);
+      copy_range(team, staging, m.dst, m.src, m.length);
   }
 };
 

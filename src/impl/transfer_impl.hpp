@@ -352,6 +352,12 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
     // A thread per command row in the load phase.
     if (fmax >= d.shape.capacity)
       d.fused_team_size = std::max<int>(static_cast<int>(d.shape.capacity), std::min(fmax, d.apply_team_size));
+    // Every team validates its row again: worth saving a launch only while the
+    // league is about one wave of the device's threads; past that every wave
+    // pays the validation again and two launches are faster (RESULTS.md).
+    if (d.fused_team_size > 0 &&
+        d.shape.capacity * d.shape.work_items > std::int64_t(exec.concurrency()) / d.fused_team_size)
+      d.fused_team_size = 0;
   }
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
   d.exec = exec;

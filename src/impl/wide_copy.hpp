@@ -38,20 +38,21 @@ KOKKOS_INLINE_FUNCTION void copy_words(const Member& team, std::uint8_t* KOKKOS_
   const int tail_begin = head + words * w;
   Word* KOKKOS_RESTRICT d = reinterpret_cast<Word*>(dst + head);
   const Word* KOKKOS_RESTRICT s = reinterpret_cast<const Word*>(src + head);
-  // Each thread keeps `unroll` loads in flight before it stores: one load per
-  // thread at a time leaves HBM idle between round trips. Thread t of T takes
-  // words base + j * T + t, so every load instruction of a warp is contiguous.
+  // Each thread keeps up to `unroll` loads in flight before it stores, the last
+  // round too: one load per thread at a time leaves HBM idle between round
+  // trips. Thread t of T takes words base + j * T + t, so every load instruction
+  // of a warp is contiguous.
   const int threads = team.team_size();
   const int stride = threads * unroll;
-  const int full = words / stride * stride;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](const int t) {
-    for (int base = t; base < full; base += stride) {
-      Word v[unroll];
-      for (int j = 0; j < unroll; ++j) v[j] = s[base + j * threads];
-      for (int j = 0; j < unroll; ++j) d[base + j * threads] = v[j];
+    for (int base = t; base < words; base += stride) {
+      Word v[unroll]{};  // the last round loads fewer than unroll
+      for (int j = 0; j < unroll; ++j)
+        if (base + j * threads < words) v[j] = s[base + j * threads];
+      for (int j = 0; j < unroll; ++j)
+        if (base + j * threads < words) d[base + j * threads] = v[j];
     }
   });
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, full, words), [&](const int i) { d[i] = s[i]; });
   copy_edge_bytes(team, dst, src, head, tail_begin, n);
 }
 

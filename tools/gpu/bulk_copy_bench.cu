@@ -45,6 +45,42 @@ __global__ void word_copy_ilp(const int4* __restrict__ src, int4* __restrict__ d
   for (; i < end; i += stride) dst[i] = src[i];
 }
 
+// A block of T threads copies K * T words, every thread its K loads before its
+// stores, with no loop: the grid covers the buffer in address order, as the
+// one-word RangePolicy yardstick does with K = 1. With `Plan`, the block first
+// reads its row's addresses and its tile's offset from two tables (independent
+// loads, as an apply team reads its plan and work item) before it copies.
+struct FlatRow {
+  const int4* src;
+  int4* dst;
+};
+template <int K, bool Plan>
+__global__ void word_copy_flat(const int4* __restrict__ src, int4* __restrict__ dst, std::int64_t words,
+                               const FlatRow* __restrict__ rows, const std::int32_t* __restrict__ tile_offset,
+                               std::int32_t tiles_per_row) {
+  const std::int64_t b = blockIdx.x;
+  const int4* s = src;
+  int4* d = dst;
+  std::int64_t base = b * K * blockDim.x;
+  if constexpr (Plan) {
+    const std::int64_t r = b / tiles_per_row;
+    const FlatRow row = rows[r];
+    const std::int32_t off = tile_offset[b - r * tiles_per_row];
+    s = row.src, d = row.dst, base = off;
+  }
+  int4 v[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const std::int64_t i = base + k * blockDim.x + threadIdx.x;
+    if (Plan || i < words) v[k] = s[i];
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const std::int64_t i = base + k * blockDim.x + threadIdx.x;
+    if (Plan || i < words) d[i] = v[k];
+  }
+}
+
 // One thread per block drives the library's ring (src/impl/bulk_copy.hpp):
 // chunks blockIdx.x, blockIdx.x + gridDim.x, ... of the buffer or, with
 // `per_block` > 0, chunks [b * per_block, (b + 1) * per_block): one tile per
@@ -152,6 +188,53 @@ int main() {
                       k<<<static_cast<unsigned>(n / 65536), 128, 0, s>>>(reinterpret_cast<const int4*>(src),
                                                                          reinterpret_cast<int4*>(dst), n / 16, 4096);
                     }).us(20));
+    }
+    {  // flat grids in address order, without and with a plan read per block
+      const std::int64_t words = n / 16, row_words = (std::int64_t(8) << 20) / 16;
+      const std::int64_t nrows = words / row_words;
+      FlatRow* rows;
+      std::int32_t* offsets;
+      cudaMalloc(&rows, nrows * sizeof(FlatRow));
+      cudaMalloc(&offsets, row_words * sizeof(std::int32_t));
+      std::vector<FlatRow> hrows(nrows);
+      for (std::int64_t r = 0; r < nrows; ++r)
+        hrows[r] = {reinterpret_cast<const int4*>(src) + r * row_words, reinterpret_cast<int4*>(dst) + r * row_words};
+      cudaMemcpy(rows, hrows.data(), nrows * sizeof(FlatRow), cudaMemcpyHostToDevice);
+      auto flat = [&](auto kernel, int k, int threads, bool plan) {
+        const std::int64_t tile = std::int64_t(k) * threads;
+        const std::int64_t tiles_per_row = row_words / tile;
+        std::vector<std::int32_t> hoff(tiles_per_row);
+        for (std::int64_t t = 0; t < tiles_per_row; ++t) hoff[t] = static_cast<std::int32_t>(t * tile);
+        cudaMemcpy(offsets, hoff.data(), hoff.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice);
+        const unsigned grid = static_cast<unsigned>(plan ? nrows * tiles_per_row : (words + tile - 1) / tile);
+        char label[64];
+        std::snprintf(label, sizeof label, "flat %s%d word x %d thr (%lld KiB)", plan ? "plan, " : "", k, threads,
+                      static_cast<long long>(tile * 16 / 1024));
+        cudaMemset(dst, 0, n);
+        Timer t([&](cudaStream_t s) {
+          kernel<<<grid, threads, 0, s>>>(reinterpret_cast<const int4*>(src), reinterpret_cast<int4*>(dst), words, rows,
+                                          offsets, static_cast<std::int32_t>(tiles_per_row));
+        });
+        report(label, t.us(20));
+        std::vector<char> probe(4096);
+        bool ok = cudaGetLastError() == cudaSuccess;
+        for (std::int64_t at : {std::int64_t(0), n / 2, n - 4096}) {
+          cudaMemcpy(probe.data(), dst + at, probe.size(), cudaMemcpyDeviceToHost);
+          for (char c : probe) ok = ok && c == 1;
+        }
+        if (!ok) std::printf("  WRONG BYTES or launch error\n");
+      };
+      for (int threads : {128, 256}) {
+        flat(word_copy_flat<1, false>, 1, threads, false);
+        flat(word_copy_flat<2, false>, 2, threads, false);
+        flat(word_copy_flat<4, false>, 4, threads, false);
+        flat(word_copy_flat<1, true>, 1, threads, true);
+        flat(word_copy_flat<2, true>, 2, threads, true);
+        flat(word_copy_flat<4, true>, 4, threads, true);
+        flat(word_copy_flat<8, true>, 8, threads, true);
+      }
+      cudaFree(rows);
+      cudaFree(offsets);
     }
     for (int blocks_per_sm : {4, 8, 16}) {
       const int grid = prop.multiProcessorCount * blocks_per_sm;
