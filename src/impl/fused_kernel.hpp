@@ -57,16 +57,17 @@ struct FusedFunctor {
     const ValidateLimits lim = validate.limits();
     const RowRecord q = validate.load_row(r);
     const RowCheck k = row_check(q, r, lim);
+    const OwnKeys own = own_keys(q, k);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const std::int64_t o) {
-      found(o) = k.check && o < lim.count && o != r ? pair_conflicts(q, k, peer_keys(validate.load_row(o))) : 0;
+      found(o) = k.check && o < lim.count && o != r ? pair_conflicts(own, peer_keys(validate.load_row(o))) : 0;
     });
     team.team_barrier();
     int bits = 0;
     for (std::int64_t o = 0; o < c; ++o) bits |= found(o);
-    const bool t_conflict[2] = {((bits >> 10) & 1023) != 0, ((bits >> 20) & 1023) != 0};
+    const bool t_conflict[2] = {(bits & 2) != 0, (bits & 4) != 0};
     std::int32_t code;
     RowPlan p;
-    finish_row(q, k, (bits & 1023) != 0, t_conflict, lim.pages, validate.row_bases, code, p);
+    finish_row(q, k, (bits & 1) != 0, t_conflict, lim.pages, validate.row_bases, code, p);
     if (item_index == 0 && team.team_rank() == 0) {
       validate.errors(r) = code;
       validate.plan(r) = p;

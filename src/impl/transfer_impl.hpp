@@ -327,11 +327,8 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
     d.validate_team_size = d.sorted.team_size(exec, d.validate_functor());
   } else {
-    // A thread per command row, its conflict checks over the vector lanes: up to
-    // 8 lanes on a GPU (64 rows x 8 lanes: a 512-thread block), one on hosts.
-    int lanes = 1;
-    if (!std::is_same_v<memory_space, Kokkos::HostSpace>)
-      while (lanes < 8 && lanes < d.shape.capacity) lanes *= 2;
+    // A thread per command row and no vector lanes (ValidateFunctor says why).
+    const int lanes = 1;
     const auto vprobe = typename validate_functor::policy_type(exec, 1, 1, lanes)
                             .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)));
     const int vmax = vprobe.team_size_max(d.validate_functor(), Kokkos::ParallelForTag());

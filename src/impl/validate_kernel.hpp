@@ -4,12 +4,14 @@
 // validate(): one team computes the code of every command row (docs/CONTRACT.md §4), main
 // and trailing checks in one launch, and the plan apply() follows.
 //
-// Capacities up to 64 (ValidateFunctor): every row is loaded once into team
-// scratch together with the keys its peers compare against; then each row's
-// comparisons with the other rows are spread over the vector lanes of its
-// thread and reduced. The large-batch extension (validate_sorted_kernel.hpp)
-// finds the same conflicts by sorting. Both decide each row with row_check()
-// and finish_row() below, so the codes cannot drift apart.
+// Capacities up to 64 (ValidateFunctor): a thread per row loads its row and
+// keeps it in registers, and puts only the keys its peers compare against into
+// team scratch; after one barrier each row's comparisons with the other rows
+// are spread over the vector lanes of its thread and reduced. The large-batch
+// extension (validate_sorted_kernel.hpp) finds the same conflicts by sorting,
+// and validate_and_apply (fused_kernel.hpp) by a thread per pair. All decide
+// each row with row_check() and finish_row() below, so the codes cannot drift
+// apart.
 
 #include <Kokkos_Core.hpp>
 
@@ -23,7 +25,7 @@ namespace statexfer::impl {
 
 /// Everything validation needs of one command row, read from global memory in
 /// one pass (two levels of dependent loads), so that the code of each row is
-/// then decided from team scratch alone.
+/// then decided from it alone (and the other rows' PeerKeys).
 struct RowRecord {
   std::int64_t src;
   std::int64_t dst;
@@ -33,14 +35,11 @@ struct RowRecord {
   std::int64_t state;             // state_rows[slot][0] for a valid slot, else 0
   std::int64_t request_consumed;  // request_consumed[slot][0] for a valid slot, else -1
   std::int64_t pool_consumed;     // consumed_tokens of row src in its tier when it is a row there, else -1
-  std::int64_t table_entry;       // tables[slot][end / PT] when slot, endpoint and page are in range, else -1
   std::int64_t tpage[2];          // trailing_tables entry of each part when the part is used, else trailing_unused
-  std::int64_t logical;           // end / PT when end > 0, else -1
-  std::int64_t rem;               // end % PT when end > 0, else 0
+  std::int32_t table_entry;       // tables[slot][end / PT] when slot, endpoint and page are in range, else -1
   std::int32_t op;
   std::int32_t valid_slot;  // 0 <= slot < C
-  std::int32_t kind;        // RowKind bits
-  std::int32_t unused;
+  std::int32_t kind;        // RowKind bits, with where the endpoint lies in its page
 };
 
 /// What a row's operation does (docs/CONTRACT.md §12): operations 2..4 count
@@ -53,6 +52,10 @@ enum RowKind : std::int32_t {
   row_dst_host = 8,  // its destination is a host row (2)
   row_tier_op = 16,  // operation 2..4 with a host tier
   row_no_slot = 32,  // request slot -1 (tier moves 2 and 3 need it)
+  // Where the endpoint lies (docs/CONTRACT.md §4), decided once when the row is loaded:
+  row_mid_page = 64,  // end > 0 and end % PT != 0 (a partial page)
+  row_part0 = 128,    // end > 1 and end / PT >= 1: trailing part 0's logical page exists
+  row_part1 = 256,    // end > 1 and end % PT >= 2: trailing part 1 counts
 };
 
 /// A row of either tier as one int64, so that equal keys mean the same row:
@@ -103,8 +106,8 @@ struct ValidateLimits {
 /// A row's own checks (docs/CONTRACT.md §4 codes 1, 2, 3 and 5) and the keys of its own
 /// conflict and page checks, before any other row is looked at.
 struct RowCheck {
-  std::int64_t page;       // main partial page, or -1
   std::int64_t t_page[2];  // trailing page of each active part (-1: logical page past W)
+  std::int32_t page;       // main partial page, or -1
   std::int32_t code;       // code so far
   bool live;
   bool check;         // live and code 0 so far: conflicts and pages decide
@@ -151,7 +154,7 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
   // The largest endpoint bounds what may meet a page table: not for 2, 3.
   const bool within = !k.pages || q.end <= lim.width * pt;
   const bool valid_endpoint = k.copying ? (q.end > 0 && q.end == consumed && within) : q.end == 0;
-  k.tail = k.pages && q.end > 0 && q.rem != 0;
+  k.tail = k.pages && (q.kind & row_mid_page);
   k.page = (k.live && k.tail && valid_slots) ? q.table_entry : -1;
   if (lim.bad_count)
     k.code = 5;
@@ -167,8 +170,7 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
   // Trailing pages: copies only, logical pages end/PT - 1 and end/PT (the
   // latter when at least two tokens of the last page are filled).
   for (int part = 0; part < 2; ++part) {
-    k.t_active[part] =
-        lim.has_trailing && k.check && k.pages && q.end > 1 && q.logical - 1 + part >= 0 && (part == 0 || q.rem >= 2);
+    k.t_active[part] = lim.has_trailing && k.check && k.pages && (q.kind & (part == 0 ? row_part0 : row_part1));
     k.t_used[part] = q.tpage[part] != trailing_unused;
     k.t_page[part] = k.t_used[part] ? q.tpage[part] : -1;
   }
@@ -178,7 +180,7 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
 /// o_page of docs/CONTRACT.md §4: the partial page another row's conflict check sees, or -1.
 KOKKOS_INLINE_FUNCTION std::int64_t peer_page(const RowRecord& o) {
   const bool pages = (o.kind & row_pages) != 0;
-  const bool tail = pages && (is_snapshot_row(o) || o.dst == o.state) && o.end > 0 && o.rem != 0;
+  const bool tail = pages && (is_snapshot_row(o) || o.dst == o.state) && (o.kind & row_mid_page);
   return tail ? o.table_entry : -1;
 }
 
@@ -235,43 +237,114 @@ KOKKOS_INLINE_FUNCTION void finish_row(const RowRecord& q, const RowCheck& k, bo
   plan_out = p;
 }
 
-/// What a row offers the conflict checks of the other rows (ValidateFunctor):
-/// keys that a checked row compares with equality only. A checked row has
-/// row keys > 0 (row_key) and a page >= 0, so -1 stands for "none".
-struct PeerKeys {
-  std::int64_t dst;           // row_key of its destination
-  std::int64_t src;           // row_key of the row it reads, else -1
-  std::int64_t page_any;      // o_page
-  std::int64_t page_restore;  // o_page of a copy into its request's live row (a restore), else -1
-  std::int64_t tpage[2];      // trailing entries of a copy with a valid slot, else trailing_unused
+/// What a row offers the conflict checks of the other rows: keys that a
+/// checked row compares with equality only. A checked row has row keys > 0
+/// (row_key) and compares pages only when its own is >= 0, so -1 stands for
+/// "none" (table entries are int32).
+/// The first 32 bytes are what a pair reads in the common case (scan_peers'
+/// `Narrow`): the row keys' low 32 bits and the trailing entries with INT32_MIN
+/// for an unused part; the exact 64-bit keys follow.
+struct alignas(16) PeerKeys {
+  std::int32_t dst32;         // low 32 bits of dst
+  std::int32_t src32;         // low 32 bits of src
+  std::int32_t page_any;      // o_page
+  std::int32_t page_restore;  // o_page of a copy into its request's live row (a restore), else -1
   std::int32_t snapshot_row;  // src == state
+  std::int32_t tpage32[2];    // tpage, INT32_MIN for trailing_unused
   std::int32_t unused;
+  std::int64_t dst;       // row_key of its destination
+  std::int64_t src;       // row_key of the row it reads, else -1
+  std::int64_t tpage[2];  // trailing entries of a copy with a valid slot, else trailing_unused
 };
 
 KOKKOS_INLINE_FUNCTION PeerKeys peer_keys(const RowRecord& o) {
   const bool pages = (o.kind & row_pages) != 0;
-  const std::int64_t page = peer_page(o);
+  const auto page = static_cast<std::int32_t>(peer_page(o));
   const bool trailing = pages && o.valid_slot;
-  return PeerKeys{o.dst_key,
-                  o.src_key,
+  const std::int64_t t0 = trailing ? o.tpage[0] : trailing_unused, t1 = trailing ? o.tpage[1] : trailing_unused;
+  return PeerKeys{static_cast<std::int32_t>(o.dst_key),
+                  static_cast<std::int32_t>(o.src_key),
                   page,
                   pages && o.dst == o.state ? page : -1,
-                  {trailing ? o.tpage[0] : trailing_unused, trailing ? o.tpage[1] : trailing_unused},
                   is_snapshot_row(o),
-                  0};
+                  {t0 == trailing_unused ? INT32_MIN : static_cast<std::int32_t>(t0),
+                   t1 == trailing_unused ? INT32_MIN : static_cast<std::int32_t>(t1)},
+                  0,
+                  o.dst_key,
+                  o.src_key,
+                  {t0, t1}};
 }
 
-/// Conflicts of checked row `q` with one other live row, as bits: 1 rows or main
-/// pages, 1 << 10 trailing part 0, 1 << 20 trailing part 1 (so that a sum over at
-/// most 64 peers keeps them apart).
-KOKKOS_INLINE_FUNCTION int pair_conflicts(const RowRecord& q, const RowCheck& k, const PeerKeys& p) {
-  const bool rows = q.dst_key == p.dst || (k.copying && q.src_key == p.dst) || q.dst_key == p.src ||
-                    (k.page >= 0 && k.page == (k.restore ? p.page_any : p.page_restore));
+inline constexpr std::int64_t trailing_none = INT64_MAX;  // no peer's trailing entry (int32 or trailing_unused)
+
+/// What a checked row compares with the PeerKeys of the others, from its record
+/// and own checks once, so that each pair is a handful of equality tests.
+struct OwnKeys {
+  std::int64_t dst;       // row_key of its destination
+  std::int64_t src;       // row_key of its source when it copies, else -2 (no peer has it)
+  std::int64_t tpage[2];  // trailing page of each active part, else trailing_none
+  std::int32_t page;      // main partial page
+  bool t_active[2];       // trailing part active
+  bool has_page;          // page >= 0
+  bool restore;           // a restore: any other row's page collides, else only a restore's
+  bool snapshot_row;      // trailing: two snapshot rows never collide
+  bool trailing;          // a trailing part is active
+};
+
+KOKKOS_INLINE_FUNCTION OwnKeys own_keys(const RowRecord& q, const RowCheck& k) {
+  return OwnKeys{q.dst_key,
+                 k.copying ? q.src_key : -2,
+                 {k.t_active[0] ? k.t_page[0] : trailing_none, k.t_active[1] ? k.t_page[1] : trailing_none},
+                 k.page,
+                 {k.t_active[0], k.t_active[1]},
+                 k.page >= 0,
+                 k.restore,
+                 k.snapshot_row,
+                 k.t_active[0] || k.t_active[1]};
+}
+
+/// Conflicts of a checked row with one other live row, as bits: 1 rows or main
+/// pages, 2 trailing part 0, 4 trailing part 1. `Trailing`: k has an active
+/// trailing part (else no trailing entry can collide). `Narrow`: 32-bit
+/// compares, exact when every row key lies in [-2, 2^31) (rows + host rows <=
+/// INT32_MAX: low 32 bits tell such keys apart) and no active part of k has the
+/// entry INT32_MIN (which stands for an unused part of p). Bitwise, not
+/// short-circuit, operators, and no branch: a pair is a dozen compares, which
+/// a loop over the peers overlaps with the next pair's loads.
+template <bool Trailing = true, bool Narrow = false>
+KOKKOS_INLINE_FUNCTION int pair_conflicts(const OwnKeys& k, const PeerKeys& p) {
+  bool rows, part0 = false, part1 = false;
+  if constexpr (Narrow) {
+    const auto dst = static_cast<std::int32_t>(k.dst), src = static_cast<std::int32_t>(k.src);
+    rows = (dst == p.dst32) | (src == p.dst32) | (dst == p.src32);
+    if (Trailing) {
+      const auto t0 = static_cast<std::int32_t>(k.tpage[0]), t1 = static_cast<std::int32_t>(k.tpage[1]);
+      part0 = k.t_active[0] & ((p.tpage32[0] == t0) | (p.tpage32[1] == t0));
+      part1 = k.t_active[1] & ((p.tpage32[0] == t1) | (p.tpage32[1] == t1));
+    }
+  } else {
+    rows = (k.dst == p.dst) | (k.src == p.dst) | (k.dst == p.src);
+    if (Trailing) {
+      part0 = (p.tpage[0] == k.tpage[0]) | (p.tpage[1] == k.tpage[0]);
+      part1 = (p.tpage[0] == k.tpage[1]) | (p.tpage[1] == k.tpage[1]);
+    }
+  }
+  rows |= k.has_page & (k.page == (k.restore ? p.page_any : p.page_restore));
   int bits = rows ? 1 : 0;
-  if (!(k.snapshot_row && p.snapshot_row)) {
-    for (int part = 0; part < 2; ++part)
-      if (k.t_active[part] && (p.tpage[0] == k.t_page[part] || p.tpage[1] == k.t_page[part]))
-        bits += 1 << (10 + 10 * part);
+  if (Trailing) {
+    const bool apart = k.snapshot_row & (p.snapshot_row != 0);  // two snapshot rows only read their pages
+    bits |= apart ? 0 : (part0 ? 2 : 0) | (part1 ? 4 : 0);
+  }
+  return bits;
+}
+
+/// The conflict bits of checked row r with live rows [0, count) other than itself.
+template <bool Trailing, bool Narrow>
+KOKKOS_INLINE_FUNCTION int scan_peers(const OwnKeys& k, const PeerKeys* peers, int r, int count) {
+  int bits = 0;
+  for (int o = 0; o < count; ++o) {
+    const PeerKeys p = peers[o];
+    bits |= pair_conflicts<Trailing, Narrow>(k, p) & ((o == r) - 1);  // not with itself
   }
   return bits;
 }
@@ -279,13 +352,10 @@ KOKKOS_INLINE_FUNCTION int pair_conflicts(const RowRecord& q, const RowCheck& k,
 template <class ExecutionSpace>
 struct ValidateFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
-  // 64 rows x 16 lanes: one block of 1024 threads on CUDA, which the bounds
-  // keep within the registers of one SM.
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<1024, 1>>;
+  // A thread per row, up to 64 (max_capacity): one block of at most 64 threads on
+  // CUDA, whose registers hold a whole row without spilling.
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<64, 1>>;
   using member_type = typename policy_type::member_type;
-  using scratch_space = typename ExecutionSpace::scratch_memory_space;
-  using record_view = Kokkos::View<RowRecord*, scratch_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using peer_view = Kokkos::View<PeerKeys*, scratch_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   Kokkos::View<const std::int64_t*, memory_space> request_slots, source_slots, destination_slots, expected_consumed;
   Kokkos::View<const std::int32_t*, memory_space> operation, num_ops;
@@ -301,49 +371,50 @@ struct ValidateFunctor {
   RowBases row_bases;
   TransferShape shape;
 
-  static std::size_t scratch_bytes(std::int64_t capacity) {
-    return record_view::shmem_size(capacity) + peer_view::shmem_size(capacity);
+  KOKKOS_INLINE_FUNCTION static std::size_t scratch_bytes(std::int64_t capacity) {
+    return static_cast<std::size_t>(capacity) * sizeof(PeerKeys) + alignof(PeerKeys);
   }
 
+  /// The row's record: first its command values and the limits they are
+  /// checked against, then everything they address (state row, request
+  /// consumed tokens, the source's consumed_tokens, page and trailing table
+  /// entries), each level issued as one batch of independent loads.
   KOKKOS_INLINE_FUNCTION RowRecord load_row(std::int64_t r) const {
-    const std::int64_t pt = shape.page_tokens, w = shape.width;
+    const std::int64_t w = shape.width;
     RowRecord q;
     const std::int64_t slot = request_slots(r);
     q.src = source_slots(r);
     q.dst = destination_slots(r);
     q.end = expected_consumed(r);
     q.op = operation(r);
-    q.valid_slot = slot >= 0 && slot < shape.capacity;
-    q.state = q.valid_slot ? state_rows(slot, 0) : 0;
-    q.request_consumed = q.valid_slot ? request_consumed(slot, 0) : -1;
+    const bool valid_slot = slot >= 0 && slot < shape.capacity;
+    q.valid_slot = valid_slot;
     const bool tier_op = shape.host_rows > 0 && q.op >= 2 && q.op <= 4;
-    q.kind = (q.op == 0 || tier_op ? row_reads : 0) | (q.op == 0 || (tier_op && q.op == 4) ? row_pages : 0) |
-             (tier_op && q.op != 2 ? row_src_host : 0) | (tier_op && q.op == 2 ? row_dst_host : 0) |
-             (tier_op ? row_tier_op : 0) | (slot == -1 ? row_no_slot : 0);
-    q.unused = 0;
-    const bool src_host = (q.kind & row_src_host) != 0;
-    q.src_key = (q.kind & row_reads) ? row_key(src_host, q.src, shape.rows, shape.host_rows) : -1;
-    q.dst_key = row_key((q.kind & row_dst_host) != 0, q.dst, shape.rows, shape.host_rows);
-    // consumed_tokens of the source in its own tier (pinned host memory for a host row on CUDA).
-    if (src_host)
-      q.pool_consumed = q.src > 0 && q.src < shape.host_rows
-                            ? *reinterpret_cast<const std::int64_t*>(&host_backing(q.src, shape.consumed_offset))
-                            : -1;
-    else
-      q.pool_consumed = (q.src > 0 && q.src < shape.rows)
-                            ? *reinterpret_cast<const std::int64_t*>(&backing(q.src, shape.consumed_offset))
-                            : -1;
-    q.logical = -1;
-    q.rem = 0;
-    if (q.end > 0) divide_tokens(q.end, pt, shape.page_shift, q.logical, q.rem);
-    q.table_entry = (q.valid_slot && q.logical >= 0 && q.logical < w) ? std::int64_t(tables(slot, q.logical)) : -1;
-    for (int part = 0; part < 2; ++part) {
-      q.tpage[part] = trailing_unused;
-      if (!shape.has_trailing || !q.valid_slot || q.end <= 1) continue;
-      const std::int64_t t_logical = q.logical - 1 + part;
-      if (t_logical < 0 || t_logical >= w || (part == 1 && q.rem < 2)) continue;
-      q.tpage[part] = trailing_tables(slot, t_logical);
-    }
+    const bool src_host = tier_op && q.op != 2, dst_host = tier_op && q.op == 2;
+    const bool reads = q.op == 0 || tier_op;
+    std::int64_t logical = -1, rem = 0;
+    if (q.end > 0) divide_tokens(q.end, shape.page_tokens, shape.page_shift, logical, rem);
+    const bool part0 = q.end > 1 && logical >= 1, part1 = q.end > 1 && rem >= 2;
+    q.kind = (reads ? row_reads : 0) | (q.op == 0 || (tier_op && q.op == 4) ? row_pages : 0) |
+             (src_host ? row_src_host : 0) | (dst_host ? row_dst_host : 0) | (tier_op ? row_tier_op : 0) |
+             (slot == -1 ? row_no_slot : 0) | (q.end > 0 && rem != 0 ? row_mid_page : 0) | (part0 ? row_part0 : 0) |
+             (part1 ? row_part1 : 0);
+    q.src_key = reads ? row_key(src_host, q.src, shape.rows, shape.host_rows) : -1;
+    q.dst_key = row_key(dst_host, q.dst, shape.rows, shape.host_rows);
+    const bool src_row = q.src > 0 && q.src < (src_host ? shape.host_rows : shape.rows);
+    const bool in_table = valid_slot && logical >= 0 && logical < w;
+    const bool trailing = shape.has_trailing && valid_slot;
+    const bool t_used0 = trailing && part0 && logical - 1 < w, t_used1 = trailing && part1 && logical < w;
+    // Second level. consumed_tokens of the source in its own tier (pinned host
+    // memory for a host row on CUDA).
+    q.state = valid_slot ? state_rows(slot, 0) : 0;
+    q.request_consumed = valid_slot ? request_consumed(slot, 0) : -1;
+    q.pool_consumed = !src_row   ? -1
+                      : src_host ? *reinterpret_cast<const std::int64_t*>(&host_backing(q.src, shape.consumed_offset))
+                                 : *reinterpret_cast<const std::int64_t*>(&backing(q.src, shape.consumed_offset));
+    q.table_entry = in_table ? tables(slot, logical) : -1;
+    q.tpage[0] = t_used0 ? std::int64_t(trailing_tables(slot, logical - 1)) : trailing_unused;
+    q.tpage[1] = t_used1 ? std::int64_t(trailing_tables(slot, logical)) : trailing_unused;
     return q;
   }
 
@@ -360,46 +431,56 @@ struct ValidateFunctor {
                           shape.has_trailing != 0};
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
-    const std::int64_t c = shape.capacity;
-    const ValidateLimits lim = limits();
-    record_view records(team.team_scratch(0), c);
-    peer_view peers(team.team_scratch(0), c);
-
-    // Load: a thread or lane per row, so that the per-row work is done once.
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, c), [&](const std::int64_t r) {
-      const RowRecord q = load_row(r);
-      records(r) = q;
-      peers(r) = peer_keys(q);
-    });
-    team.team_barrier();
-
-    // Pairs and decision: each row's comparisons with the other live rows over
-    // the vector lanes of its thread (a conflict needs only equal keys), then
-    // one lane decides and writes. Deciding here, not after another barrier,
-    // spares the chain a barrier, a second read of the record and a second
-    // row_check() (the kernel is one warp's dependent instructions at small C).
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const std::int64_t r) {
-      const RowRecord q = records(r);
-      const RowCheck k = row_check(q, r, lim);
-      int bits = 0;
-      if (k.check) {
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(team, lim.count),
-            [&](const std::int64_t o, int& acc) {
-              if (o != r) acc += pair_conflicts(q, k, peers(o));
-            },
-            bits);
+  /// Row r's code and plan: its own checks, then its comparisons with the
+  /// other live rows (a conflict needs only equal keys).
+  KOKKOS_INLINE_FUNCTION void decide(int r, const RowRecord& q, const ValidateLimits& lim,
+                                     const PeerKeys* peers) const {
+    const RowCheck k = row_check(q, r, lim);
+    int bits = 0;
+    if (k.check) {  // then 0 <= count <= C
+      const OwnKeys own = own_keys(q, k);
+      const int count = static_cast<int>(lim.count);
+      const bool narrow = shape.rows + shape.host_rows <= INT32_MAX;  // the same for every thread
+      if (own.trailing) {
+        const bool t_narrow = narrow && (!own.t_active[0] || own.tpage[0] != INT32_MIN) &&
+                              (!own.t_active[1] || own.tpage[1] != INT32_MIN);
+        bits = t_narrow ? scan_peers<true, true>(own, peers, r, count) : scan_peers<true, false>(own, peers, r, count);
+      } else {
+        bits = narrow ? scan_peers<false, true>(own, peers, r, count) : scan_peers<false, false>(own, peers, r, count);
       }
-      Kokkos::single(Kokkos::PerThread(team), [&]() {
-        const bool t_conflict[2] = {((bits >> 10) & 1023) != 0, ((bits >> 20) & 1023) != 0};
-        std::int32_t code;
-        RowPlan p;
-        finish_row(q, k, (bits & 1023) != 0, t_conflict, lim.pages, row_bases, code, p);
-        errors(r) = code;
-        plan(r) = p;
-      });
-    });
+    }
+    const bool t_conflict[2] = {(bits & 2) != 0, (bits & 4) != 0};
+    std::int32_t code;
+    RowPlan p;
+    finish_row(q, k, (bits & 1) != 0, t_conflict, lim.pages, row_bases, code, p);
+    errors(r) = code;
+    plan(r) = p;
+  }
+
+  /// The team: a thread per row (vector length 1, prepare()). The kernel is one
+  /// warp's dependent instructions at small C, so nothing is on that chain that
+  /// need not be: no vector lanes (their masks, reductions and single() cost more
+  /// than a plain loop over at most 64 peers), scratch addressed directly, and a
+  /// row kept in registers across the barrier, only its peer keys shared.
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int c = static_cast<int>(shape.capacity);
+    const int t = team.team_rank(), threads = team.team_size();
+    auto* peers = static_cast<PeerKeys*>(
+        team.team_scratch(0).get_shmem_aligned(c * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
+    const ValidateLimits lim = limits();
+    if (threads >= c) {
+      // (a team of exactly C threads: t < c always)
+      const int r = t < c ? t : c - 1;
+      const RowRecord q = load_row(r);
+      if (t < c) peers[r] = peer_keys(q);
+      team.team_barrier();
+      if (t < c) decide(r, q, lim, peers);
+    } else {
+      // Fewer threads than rows (host backends): each row loaded again after the barrier.
+      for (int r = t; r < c; r += threads) peers[r] = peer_keys(load_row(r));
+      team.team_barrier();
+      for (int r = t; r < c; r += threads) decide(r, load_row(r), lim, peers);
+    }
   }
 };
 
