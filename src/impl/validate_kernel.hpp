@@ -6,11 +6,11 @@
 //
 // Capacities up to 64 (ValidateFunctor): a thread per row loads its row and
 // keeps it in registers, and puts only the keys its peers compare against into
-// team scratch; after one barrier each row's comparisons with the other rows
-// are spread over the vector lanes of its thread and reduced. The large-batch
-// extension (validate_sorted_kernel.hpp) finds the same conflicts by sorting,
-// and validate_and_apply (fused_kernel.hpp) by a thread per pair. All decide
-// each row with row_check() and finish_row() below, so the codes cannot drift
+// team scratch; after one barrier its thread compares it with every other
+// row in a plain loop (scan_peers) and decides it. The large-batch extension
+// (validate_sorted_kernel.hpp) finds the same conflicts by sorting, and
+// validate_and_apply (fused_kernel.hpp) by a thread per pair. All decide each
+// row with row_check() and finish_row() below, so the codes cannot drift
 // apart.
 
 #include <Kokkos_Core.hpp>
