@@ -779,6 +779,25 @@ TEST(TEST_CATEGORY, error_codes_trailing_conflicts) {
     EXPECT_TRUE(b.memory_is(b.unchanged()));
   }
   {
+    // validate() compares 32-bit keys with INT32_MIN for an unused part, and
+    // falls back to exact keys when a row's active entry is INT32_MIN itself.
+    SCOPED_TRACE("two active trailing entries INT32_MIN are one table entry: 4");
+    ErrorCodesBatch b(o);
+    b.trailing_table(0, 0) = std::numeric_limits<std::int32_t>::min();
+    b.trailing_table(1, 0) = std::numeric_limits<std::int32_t>::min();
+    EXPECT_EQ(b.run({snapshot_cmd(0, 1, 5, 6), restore_cmd(1, 6, 2, 6)}), b.codes({4, 4}));
+    EXPECT_TRUE(b.memory_is(b.unchanged()));
+  }
+  {
+    SCOPED_TRACE("an active trailing entry INT32_MIN does not meet another row's unused part");
+    ErrorCodesBatch b(o);
+    b.set_row_consumed(6, 5);                                           // the restore: part 1 unused
+    b.trailing_table(0, 1) = std::numeric_limits<std::int32_t>::min();  // the snapshot's part 1: code 6
+    const Command restore = restore_cmd(1, 6, 2, 5);
+    EXPECT_EQ(b.run({snapshot_cmd(0, 1, 5, 6), restore}), b.codes({6, 0}));
+    EXPECT_TRUE(b.memory_is(b.expect({restore})));
+  }
+  {
     SCOPED_TRACE("a row whose main code is 6 keeps it; its trailing pages still count for others");
     ErrorCodesBatch b(o);
     b.table(1, 1) = -1;

@@ -469,7 +469,7 @@ struct ValidateFunctor {
         team.team_scratch(0).get_shmem_aligned(c * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
     const ValidateLimits lim = limits();
     if (threads >= c) {
-      // (a team of exactly C threads: t < c always)
+      // prepare() asks for C threads; the guards keep a larger team's extra threads idle.
       const int r = t < c ? t : c - 1;
       const RowRecord q = load_row(r);
       if (t < c) peers[r] = peer_keys(q);

@@ -152,6 +152,16 @@ int main() {
       std::printf("%-40s %6lld MiB %9.1f us %6.2f TB/s\n", what, static_cast<long long>(n >> 20), us,
                   2.0 * n / us * 1e-6);
     };
+    // A copy of the variant just timed left 1s at dst (src holds 1s): checked at three places.
+    auto check_bytes = [&]() {
+      std::vector<char> probe(4096);
+      bool ok = cudaGetLastError() == cudaSuccess;
+      for (std::int64_t at : {std::int64_t(0), n / 2, n - 4096}) {
+        cudaMemcpy(probe.data(), dst + at, probe.size(), cudaMemcpyDeviceToHost);
+        for (char c : probe) ok = ok && c == 1;
+      }
+      if (!ok) std::printf("  WRONG BYTES or launch error\n");
+    };
     report("cudaMemcpyAsync",
            Timer([&](cudaStream_t s) { cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s); }).us(20));
     {  // not captured: what an eager copy (torch's, for one) gets
@@ -216,13 +226,7 @@ int main() {
                                           offsets, static_cast<std::int32_t>(tiles_per_row));
         });
         report(label, t.us(20));
-        std::vector<char> probe(4096);
-        bool ok = cudaGetLastError() == cudaSuccess;
-        for (std::int64_t at : {std::int64_t(0), n / 2, n - 4096}) {
-          cudaMemcpy(probe.data(), dst + at, probe.size(), cudaMemcpyDeviceToHost);
-          for (char c : probe) ok = ok && c == 1;
-        }
-        if (!ok) std::printf("  WRONG BYTES or launch error\n");
+        check_bytes();
       };
       for (int threads : {128, 256}) {
         flat(word_copy_flat<1, false>, 1, threads, false);
@@ -254,15 +258,8 @@ int main() {
         kernel<<<grid, 32, smem, s>>>(reinterpret_cast<const std::uint8_t*>(src), reinterpret_cast<std::uint8_t*>(dst),
                                       n / chunk, per_block);
       });
-      const double us = t.us(20);
-      std::vector<char> probe(4096);
-      bool ok = cudaGetLastError() == cudaSuccess;
-      for (std::int64_t at : {std::int64_t(0), n / 2, n - 4096}) {
-        cudaMemcpy(probe.data(), dst + at, probe.size(), cudaMemcpyDeviceToHost);
-        for (char c : probe) ok = ok && c == 1;
-      }
-      report(what, us);
-      if (!ok) std::printf("  WRONG BYTES or launch error\n");
+      report(what, t.us(20));
+      check_bytes();
     };
     // Persistent blocks striding over the buffer: chunk x stages x blocks per SM.
     char name[64];
