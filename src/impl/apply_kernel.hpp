@@ -54,7 +54,8 @@ KOKKOS_INLINE_FUNCTION ItemMove item_move(const RowPlan& p, std::int32_t error, 
     page = p.page;
   } else {
     if (!snapshot && item.part == 0 && (p.flags & plan_trailing0_shadowed)) return m;
-    page = p.tpage[item.part];
+    // A select, not an index: indexing the plan with a run-time value puts it in local memory.
+    page = item.part == 0 ? p.tpage[0] : p.tpage[1];
   }
   std::uint8_t* cache = b.cache + page * b.page_bytes + item.offset;
   const std::int64_t in_row = b.region_offset + item.part * b.page_bytes + item.offset;
