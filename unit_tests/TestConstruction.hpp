@@ -20,10 +20,12 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "common/batch_fixture.hpp"
+#include "common/scoped_env.hpp"
 
 namespace {
 
@@ -745,6 +747,41 @@ TEST(TEST_CATEGORY, construction_validation_inputs_apart_from_written_memory) {
     EXPECT_TRUE(accepts(s));
     s.tables = statexfer::PageTable<Exec>(reinterpret_cast<std::int32_t*>(storage.data() + rows * rb - 4), 4, 4);
     EXPECT_TRUE(rejects(s, {"page_tables", "pool backing"}));
+  }
+}
+
+// apply()'s design: the flat grid on GPUs and the teams on hosts by default;
+// STATEXFER_APPLY_WORDS picks either (a tuning diagnostic) and rejects the rest.
+TEST(TEST_CATEGORY, construction_apply_design) {
+  CtorArgs s;
+  const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
+  {
+    auto t = s.make();
+    t.prepare(Exec());
+    EXPECT_EQ(t.launch_summary().find(" flat ") != std::string::npos, !host) << t.launch_summary();
+  }
+  for (const char* words : {"1", "2", "4"}) {
+    const statexfer::test::ScopedEnv env("STATEXFER_APPLY_WORDS", words);
+    auto t = s.make();
+    t.prepare(Exec());
+    const std::string summary = t.launch_summary();
+    // At least a warp of threads per work item.
+    EXPECT_NE(summary.find(", apply " + std::to_string(4 * t.work_items_per_command()) + "x"), std::string::npos)
+        << summary;
+    EXPECT_NE(summary.find(std::string(" flat (") + words + " words a thread)"), std::string::npos) << summary;
+  }
+  {
+    const statexfer::test::ScopedEnv env("STATEXFER_APPLY_WORDS", "0");
+    auto t = s.make();
+    t.prepare(Exec());
+    EXPECT_EQ(t.launch_summary().find(" flat "), std::string::npos) << t.launch_summary();
+  }
+  for (const char* bad : {"3", "5", "-1", "two"}) {
+    const statexfer::test::ScopedEnv env("STATEXFER_APPLY_WORDS", bad);
+    auto t = s.make();
+    EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { t.prepare(Exec()); }, {"STATEXFER_APPLY_WORDS", bad}))
+        << bad;
+    EXPECT_FALSE(t.prepared());
   }
 }
 

@@ -36,6 +36,7 @@
 #include "common/case_factory.hpp"
 #include "common/reference.hpp"
 #include "common/reference_check.hpp"
+#include "common/scoped_env.hpp"
 
 namespace {
 namespace differential {
@@ -356,15 +357,19 @@ TEST(TEST_CATEGORY, differential_random_batches) {
   std::printf("\n");
 }
 
+namespace differential {
+
+struct LargeRowRun {
+  std::int64_t batches = 0, mismatches = 0, copies = 0;
+};
+
 // Rows of tens of KiB and pages of several KiB: the sizes at which apply()
 // takes its wide paths (bulk copies on Hopper, which need 16-byte alignment
 // shared by source and destination and at least 4 KiB; row sizes here make
-// some copies share it and others not).
-TEST(TEST_CATEGORY, differential_large_rows) {
+// some copies share it and others not). `label` names the failing cases.
+inline LargeRowRun large_row_batches(const std::string& label) {
   namespace ft = statexfer::test;
-  namespace ft = statexfer::test;
-  using namespace differential;
-  std::int64_t batches = 0, mismatches = 0, copies = 0;
+  LargeRowRun run;
   int dumped = 0;
   for (int ci = 0; ci < 8; ++ci) {
     Rng rng(0x1a76e000ULL + static_cast<std::uint64_t>(ci));
@@ -396,21 +401,44 @@ TEST(TEST_CATEGORY, differential_large_rows) {
       const auto steps = b % 2 ? ft::Steps::fused : ft::Steps::separate;
       const ft::ReferenceCheck check = ft::check_against_reference<TEST_EXECSPACE>(
           c, "statexfer_differential",
-          "large_rows" + std::to_string(ci) + "_batch" + std::to_string(b) + (b % 2 ? "_fused" : ""), 5, dumped, steps);
+          label + std::to_string(ci) + "_batch" + std::to_string(b) + (b % 2 ? "_fused" : ""), 5, dumped, steps);
       const ft::CaseOutputs& expected = check.expected;
-      ++batches;
-      mismatches += check.identical ? 0 : 1;
+      ++run.batches;
+      run.mismatches += check.identical ? 0 : 1;
       const std::int32_t count = ft::num_ops(c);
       for (std::int64_t r = 0; r < count && r < C; ++r)
-        copies +=
+        run.copies +=
             ft::get<std::int32_t>(*expected.errors, r) == 0 && ft::get<std::int32_t>(c.arrays.at("operation"), r) == 0;
     }
   }
-  EXPECT_EQ(mismatches, 0);
-  EXPECT_GE(copies, 40) << "too few applied copies to exercise the wide paths";
+  return run;
+}
+
+}  // namespace differential
+
+TEST(TEST_CATEGORY, differential_large_rows) {
+  const differential::LargeRowRun run = differential::large_row_batches("large_rows");
+  EXPECT_EQ(run.mismatches, 0);
+  EXPECT_GE(run.copies, 40) << "too few applied copies to exercise the wide paths";
   std::printf("[differential] %s: %lld large-row batches, %lld mismatches, %lld applied copies\n",
-              TEST_EXECSPACE::name(), static_cast<long long>(batches), static_cast<long long>(mismatches),
-              static_cast<long long>(copies));
+              TEST_EXECSPACE::name(), static_cast<long long>(run.batches), static_cast<long long>(run.mismatches),
+              static_cast<long long>(run.copies));
+}
+
+// Both apply() designs on every backend (the tuning diagnostics pick them): the
+// teams (words 0, the hosts' default) and the flat grid (GPUs' default) at each
+// word count, over tiles from a few hundred bytes (many items, narrow grids) to
+// the default, with byte edges and 1-, 8- and 16-byte shared alignments.
+TEST(TEST_CATEGORY, differential_apply_designs) {
+  const std::vector<std::pair<const char*, const char*>> designs = {
+      {"0", "1040"}, {"1", "4096"}, {"2", "65536"}, {"2", "272"}, {"4", "16384"}};
+  for (const auto& [words, tile] : designs) {
+    const statexfer::test::ScopedEnv w("STATEXFER_APPLY_WORDS", words), t("STATEXFER_APPLY_TILE_BYTES", tile);
+    const differential::LargeRowRun run =
+        differential::large_row_batches(std::string("design_w") + words + "_t" + tile + "_");
+    EXPECT_EQ(run.mismatches, 0) << "STATEXFER_APPLY_WORDS=" << words << " STATEXFER_APPLY_TILE_BYTES=" << tile;
+    EXPECT_GE(run.copies, 40);
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "apply_kernel.hpp"
 #include "device_types.hpp"
+#include "flat_apply_kernel.hpp"
 #include "fused_kernel.hpp"
 #include "validate_kernel.hpp"
 #include "validate_sorted_kernel.hpp"
@@ -44,6 +45,9 @@ struct TransferData {
   int validate_team_size = 1;               // asked of the policy in prepare()
   int validate_vector_length = 1;
   int apply_team_size = 1;
+  int flat_words = 0;           // apply() as FlatApplyFunctor with this many words a thread (GPUs), 0: teams
+  std::int32_t flat_shift = 5;  // log2 of the flat grid's threads per work item
+  std::int64_t longest_item = 0;
   int fused_team_size = 0;  // validate_and_apply() in one launch (GPUs, C <= 64), else 0
   bool prepared = false;
   ExecutionSpace exec;  // the instance prepare() bound the transfer to
@@ -73,6 +77,11 @@ struct TransferData {
 
   FusedFunctor<ExecutionSpace> fused_functor() const {
     return FusedFunctor<ExecutionSpace>{validate_functor(), apply_functor()};
+  }
+
+  template <int Words>
+  FlatApplyFunctor<ExecutionSpace, Words> flat_functor() const {
+    return FlatApplyFunctor<ExecutionSpace, Words>{commands.errors, plan, items, shape.work_items, flat_shift};
   }
 
   ApplyFunctor<ExecutionSpace> apply_functor() const {

@@ -1,8 +1,8 @@
 #ifndef STATEXFER_IMPL_TRANSFER_IMPL_HPP
 #define STATEXFER_IMPL_TRANSFER_IMPL_HPP
 
-// PreparedStateTransfer's definitions; included by one translation unit per
-// execution space (explicit instantiation).
+// PreparedStateTransfer's definitions (its launches in transfer_launch_impl.hpp);
+// included by one translation unit per execution space (explicit instantiation).
 
 #include <Kokkos_Core.hpp>
 
@@ -22,6 +22,7 @@
 #include "host_tier_checks.hpp"
 #include "instance_setup.hpp"
 #include "transfer_data.hpp"
+#include "transfer_launch_impl.hpp"
 #include "work_map.hpp"
 
 namespace statexfer {
@@ -272,6 +273,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
     reject("apply() would need " + std::to_string(work.size()) + " work items per command (row_bytes " +
            std::to_string(layout.row_bytes()) + "), times capacity " + std::to_string(c) + " over 2^31 - 1");
   d.shape.work_items = static_cast<std::int32_t>(work.size());
+  for (const impl::WorkItem& item : work) d.longest_item = std::max(d.longest_item, item.length);
 
   d.items = Kokkos::View<impl::WorkItem*, memory_space>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::work_items"), work.size());
@@ -323,6 +325,13 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   // Host backends: a team of one. Teams of several OpenMP threads only add
   // rendezvous to work that is one memcpy per tile.
   if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.apply_team_size = 1;
+  // GPUs: the flat grid, two 16-byte words a thread (the best of 1, 2 and 4 in
+  // perf_tests/RESULTS.md); 0 asks for the teams (and works on hosts too, slowly).
+  const bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
+  d.flat_words = static_cast<int>(impl::env_integer("STATEXFER_APPLY_WORDS", host ? 0 : 2, 0, 4));
+  if (d.flat_words == 3)
+    throw std::invalid_argument("statexfer: the environment variable STATEXFER_APPLY_WORDS=3 must be 0, 1, 2 or 4");
+  d.flat_shift = impl::flat_thread_shift(d.longest_item, std::max(d.flat_words, 1));
   using validate_functor = impl::ValidateFunctor<ExecutionSpace>;
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
     d.validate_team_size = d.sorted.team_size(exec, d.validate_functor());
@@ -372,87 +381,13 @@ bool PreparedStateTransfer<ExecutionSpace>::prepared() const noexcept {
 }
 
 template <class ExecutionSpace>
-void PreparedStateTransfer<ExecutionSpace>::validate() const {
-  validate(ready("validate", nullptr).exec);
-}
-
-template <class ExecutionSpace>
-void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec) const {
-  const auto& d = ready("validate", &exec);
-  if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity))
-    return d.sorted.launch(exec, d.validate_functor(), d.validate_team_size);
-  using functor = impl::ValidateFunctor<ExecutionSpace>;
-  auto policy = Kokkos::Experimental::require(
-      typename functor::policy_type(exec, 1, d.validate_team_size, d.validate_vector_length)
-          .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
-      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-  Kokkos::parallel_for("statexfer::validate", policy, d.validate_functor());
-}
-
-template <class ExecutionSpace>
-void PreparedStateTransfer<ExecutionSpace>::apply() const {
-  apply(ready("apply", nullptr).exec);
-}
-
-template <class ExecutionSpace>
-void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
-  const auto& d = ready("apply", &exec);
-  using functor = impl::ApplyFunctor<ExecutionSpace>;
-  auto policy = Kokkos::Experimental::require(
-      typename functor::policy_type(exec, d.shape.capacity * d.shape.work_items, d.apply_team_size)
-          .set_scratch_size(0, Kokkos::PerTeam(d.bulk ? impl::bulk_scratch_bytes : 0)),
-      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-  Kokkos::parallel_for("statexfer::apply", policy, d.apply_functor());
-}
-
-template <class ExecutionSpace>
-void PreparedStateTransfer<ExecutionSpace>::validate_and_apply() const {
-  validate_and_apply(ready("validate_and_apply", nullptr).exec);
-}
-
-template <class ExecutionSpace>
 const ExecutionSpace& PreparedStateTransfer<ExecutionSpace>::execution_space_instance() const {
   return ready("execution_space_instance", nullptr).exec;
 }
 
 template <class ExecutionSpace>
-void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSpace& exec) const {
-  const auto& d = ready("validate_and_apply", &exec);
-  if (d.fused_team_size == 0) {
-    validate(exec);
-    apply(exec);
-    return;
-  }
-  using functor = impl::FusedFunctor<ExecutionSpace>;
-  auto policy = Kokkos::Experimental::require(
-      typename functor::policy_type(exec, d.shape.capacity * d.shape.work_items, d.fused_team_size)
-          .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity, d.bulk))),
-      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-  Kokkos::parallel_for("statexfer::validate_and_apply", policy, d.fused_functor());
-}
-
-template <class ExecutionSpace>
 std::int64_t PreparedStateTransfer<ExecutionSpace>::capacity() const noexcept {
   return data_ ? data_->shape.capacity : 0;
-}
-
-template <class ExecutionSpace>
-std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
-  if (!data_) return "moved-from";
-  const auto& d = *data_;
-  if (!d.prepared) return "not prepared";
-  const bool sorted = impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity);
-  // validate: one team (C <= 64), or (the extension) keys, a sort team per
-  // chunk of each key array, decide; apply: a team per work item of every row.
-  const std::string validate =
-      sorted ? "validate (sorted) " + std::to_string(d.sorted.teams()) + "x" + std::to_string(d.validate_team_size) +
-                   " sort teams, 2x" + std::to_string(d.shape.capacity) + " rows"
-             : "validate 1x" + std::to_string(d.validate_team_size) + "x" + std::to_string(d.validate_vector_length);
-  return validate + ", apply " + std::to_string(d.shape.capacity * d.shape.work_items) + "x" +
-         std::to_string(d.apply_team_size) + (d.bulk ? " (bulk copies)" : "") +
-         (d.fused_team_size > 0 ? ", validate_and_apply " + std::to_string(d.shape.capacity * d.shape.work_items) +
-                                      "x" + std::to_string(d.fused_team_size)
-                                : "");
 }
 
 template <class ExecutionSpace>

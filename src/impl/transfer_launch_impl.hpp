@@ -1,0 +1,116 @@
+#ifndef STATEXFER_IMPL_TRANSFER_LAUNCH_IMPL_HPP
+#define STATEXFER_IMPL_TRANSFER_LAUNCH_IMPL_HPP
+
+// PreparedStateTransfer's kernel launches (validate(), apply(),
+// validate_and_apply()) and their summary: what a captured step enqueues, with
+// the shapes prepare() chose. No allocation, copy or fence here (docs/CONTRACT.md §6).
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include <statexfer/transfer.hpp>
+
+#include "transfer_data.hpp"
+
+namespace statexfer {
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::validate() const {
+  validate(ready("validate", nullptr).exec);
+}
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec) const {
+  const auto& d = ready("validate", &exec);
+  if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity))
+    return d.sorted.launch(exec, d.validate_functor(), d.validate_team_size);
+  using functor = impl::ValidateFunctor<ExecutionSpace>;
+  auto policy = Kokkos::Experimental::require(
+      typename functor::policy_type(exec, 1, d.validate_team_size, d.validate_vector_length)
+          .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
+      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  Kokkos::parallel_for("statexfer::validate", policy, d.validate_functor());
+}
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::apply() const {
+  apply(ready("apply", nullptr).exec);
+}
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
+  const auto& d = ready("apply", &exec);
+  if (d.flat_words > 0) {
+    const std::int64_t threads = (d.shape.capacity * d.shape.work_items) << d.flat_shift;
+    auto launch = [&](auto f) {
+      auto policy = Kokkos::Experimental::require(typename decltype(f)::policy_type(exec, 0, threads),
+                                                  Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+      Kokkos::parallel_for("statexfer::apply", policy, f);
+    };
+    if (d.flat_words == 1)
+      launch(d.template flat_functor<1>());
+    else if (d.flat_words == 2)
+      launch(d.template flat_functor<2>());
+    else
+      launch(d.template flat_functor<4>());
+    return;
+  }
+  using functor = impl::ApplyFunctor<ExecutionSpace>;
+  auto policy = Kokkos::Experimental::require(
+      typename functor::policy_type(exec, d.shape.capacity * d.shape.work_items, d.apply_team_size)
+          .set_scratch_size(0, Kokkos::PerTeam(d.bulk ? impl::bulk_scratch_bytes : 0)),
+      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  Kokkos::parallel_for("statexfer::apply", policy, d.apply_functor());
+}
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::validate_and_apply() const {
+  validate_and_apply(ready("validate_and_apply", nullptr).exec);
+}
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSpace& exec) const {
+  const auto& d = ready("validate_and_apply", &exec);
+  if (d.fused_team_size == 0) {
+    validate(exec);
+    apply(exec);
+    return;
+  }
+  using functor = impl::FusedFunctor<ExecutionSpace>;
+  auto policy = Kokkos::Experimental::require(
+      typename functor::policy_type(exec, d.shape.capacity * d.shape.work_items, d.fused_team_size)
+          .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity, d.bulk))),
+      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  Kokkos::parallel_for("statexfer::validate_and_apply", policy, d.fused_functor());
+}
+
+template <class ExecutionSpace>
+std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
+  if (!data_) return "moved-from";
+  const auto& d = *data_;
+  if (!d.prepared) return "not prepared";
+  const bool sorted = impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity);
+  // validate: one team (C <= 64), or (the extension) keys, a sort team per
+  // chunk of each key array, decide; apply: a flat grid of threads per work item
+  // of every row (GPUs) or a team per work item (hosts).
+  const std::string validate =
+      sorted ? "validate (sorted) " + std::to_string(d.sorted.teams()) + "x" + std::to_string(d.validate_team_size) +
+                   " sort teams, 2x" + std::to_string(d.shape.capacity) + " rows"
+             : "validate 1x" + std::to_string(d.validate_team_size) + "x" + std::to_string(d.validate_vector_length);
+  const std::string items = std::to_string(d.shape.capacity * d.shape.work_items);
+  const std::string apply = d.flat_words > 0
+                                ? items + "x" + std::to_string(1 << d.flat_shift) + " flat (" +
+                                      std::to_string(d.flat_words) + " words a thread)"
+                                : items + "x" + std::to_string(d.apply_team_size) + (d.bulk ? " (bulk copies)" : "");
+  return validate + ", apply " + apply +
+         (d.fused_team_size > 0 ? ", validate_and_apply " + std::to_string(d.shape.capacity * d.shape.work_items) +
+                                      "x" + std::to_string(d.fused_team_size)
+                                : "");
+}
+
+}  // namespace statexfer
+
+#endif
