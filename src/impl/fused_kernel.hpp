@@ -54,8 +54,9 @@ struct FusedFunctor {
     // One round of independent loads: the work item, the limits, the team's row
     // (every thread, the same addresses) and a thread's other row.
     const WorkItem item = apply.items(item_index);
-    const ValidateLimits lim = validate.limits();
+    const auto in = validate.limit_inputs();
     const RowRecord q = validate.load_row(r);
+    const ValidateLimits lim = validate.limits(in);  // used after the row's loads are out
     const RowCheck k = row_check(q, r, lim);
     const OwnKeys own = own_keys(q, k);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const std::int64_t o) {

@@ -395,18 +395,12 @@ struct ValidateFunctor {
     std::int64_t logical = -1, rem = 0;
     if (q.end > 0) divide_tokens(q.end, shape.page_tokens, shape.page_shift, logical, rem);
     const bool part0 = q.end > 1 && logical >= 1, part1 = q.end > 1 && rem >= 2;
-    q.kind = (reads ? row_reads : 0) | (q.op == 0 || (tier_op && q.op == 4) ? row_pages : 0) |
-             (src_host ? row_src_host : 0) | (dst_host ? row_dst_host : 0) | (tier_op ? row_tier_op : 0) |
-             (slot == -1 ? row_no_slot : 0) | (q.end > 0 && rem != 0 ? row_mid_page : 0) | (part0 ? row_part0 : 0) |
-             (part1 ? row_part1 : 0);
-    q.src_key = reads ? row_key(src_host, q.src, shape.rows, shape.host_rows) : -1;
-    q.dst_key = row_key(dst_host, q.dst, shape.rows, shape.host_rows);
     const bool src_row = q.src > 0 && q.src < (src_host ? shape.host_rows : shape.rows);
     const bool in_table = valid_slot && logical >= 0 && logical < w;
     const bool trailing = shape.has_trailing && valid_slot;
     const bool t_used0 = trailing && part0 && logical - 1 < w, t_used1 = trailing && part1 && logical < w;
-    // Second level. consumed_tokens of the source in its own tier (pinned host
-    // memory for a host row on CUDA).
+    // Second level, as soon as its addresses are known. consumed_tokens of the
+    // source in its own tier (pinned host memory for a host row on CUDA).
     q.state = valid_slot ? state_rows(slot, 0) : 0;
     q.request_consumed = valid_slot ? request_consumed(slot, 0) : -1;
     q.pool_consumed = !src_row   ? -1
@@ -415,21 +409,37 @@ struct ValidateFunctor {
     q.table_entry = in_table ? tables(slot, logical) : -1;
     q.tpage[0] = t_used0 ? std::int64_t(trailing_tables(slot, logical - 1)) : trailing_unused;
     q.tpage[1] = t_used1 ? std::int64_t(trailing_tables(slot, logical)) : trailing_unused;
+    // What needs no second-level value, after those loads are out.
+    q.kind = (reads ? row_reads : 0) | (q.op == 0 || (tier_op && q.op == 4) ? row_pages : 0) |
+             (src_host ? row_src_host : 0) | (dst_host ? row_dst_host : 0) | (tier_op ? row_tier_op : 0) |
+             (slot == -1 ? row_no_slot : 0) | (q.end > 0 && rem != 0 ? row_mid_page : 0) | (part0 ? row_part0 : 0) |
+             (part1 ? row_part1 : 0);
+    q.src_key = reads ? row_key(src_host, q.src, shape.rows, shape.host_rows) : -1;
+    q.dst_key = row_key(dst_host, q.dst, shape.rows, shape.host_rows);
     return q;
   }
 
-  KOKKOS_INLINE_FUNCTION ValidateLimits limits() const {
-    const std::int64_t count = num_ops(0);
-    const std::int64_t host_cap = shape.host_rows > 0 ? host_capacity(0) : 0;
-    return ValidateLimits{count,
-                          memory_capacity(0) < shape.rows ? memory_capacity(0) : shape.rows,
-                          host_cap < shape.host_rows ? host_cap : shape.host_rows,
-                          memory_capacity(1) < shape.cache_pages ? memory_capacity(1) : shape.cache_pages,
+  /// What limits() reads: loaded with a row's values and used after them (no round trip of its own).
+  struct LimitInputs {
+    std::int64_t count, pool_rows, pool_pages, host_rows;
+  };
+
+  KOKKOS_INLINE_FUNCTION LimitInputs limit_inputs() const {
+    return LimitInputs{num_ops(0), memory_capacity(0), memory_capacity(1), shape.host_rows > 0 ? host_capacity(0) : 0};
+  }
+
+  KOKKOS_INLINE_FUNCTION ValidateLimits limits(const LimitInputs& in) const {
+    return ValidateLimits{in.count,
+                          in.pool_rows < shape.rows ? in.pool_rows : shape.rows,
+                          in.host_rows < shape.host_rows ? in.host_rows : shape.host_rows,
+                          in.pool_pages < shape.cache_pages ? in.pool_pages : shape.cache_pages,
                           shape.page_tokens,
                           shape.width,
-                          count < 0 || count > shape.capacity,
+                          in.count < 0 || in.count > shape.capacity,
                           shape.has_trailing != 0};
   }
+
+  KOKKOS_INLINE_FUNCTION ValidateLimits limits() const { return limits(limit_inputs()); }
 
   /// Row r's code and plan: its own checks, then its comparisons with the
   /// other live rows (a conflict needs only equal keys).
@@ -467,18 +477,19 @@ struct ValidateFunctor {
     const int t = team.team_rank(), threads = team.team_size();
     auto* peers = static_cast<PeerKeys*>(
         team.team_scratch(0).get_shmem_aligned(c * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
-    const ValidateLimits lim = limits();
+    const LimitInputs in = limit_inputs();  // first used after the barrier
     if (threads >= c) {
       // prepare() asks for C threads; the guards keep a larger team's extra threads idle.
       const int r = t < c ? t : c - 1;
       const RowRecord q = load_row(r);
       if (t < c) peers[r] = peer_keys(q);
       team.team_barrier();
-      if (t < c) decide(r, q, lim, peers);
+      if (t < c) decide(r, q, limits(in), peers);
     } else {
       // Fewer threads than rows (host backends): each row loaded again after the barrier.
       for (int r = t; r < c; r += threads) peers[r] = peer_keys(load_row(r));
       team.team_barrier();
+      const ValidateLimits lim = limits(in);
       for (int r = t; r < c; r += threads) decide(r, load_row(r), lim, peers);
     }
   }
