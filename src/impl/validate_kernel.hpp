@@ -339,12 +339,20 @@ KOKKOS_INLINE_FUNCTION int pair_conflicts(const OwnKeys& k, const PeerKeys& p) {
 }
 
 /// The conflict bits of checked row r with live rows [0, count) other than itself.
+/// Four peers' keys are loaded before any of them is compared, so that their
+/// shared-memory loads are in flight together instead of each pair waiting for
+/// its own; past count a group reloads its first peer and masks it out.
 template <bool Trailing, bool Narrow>
 KOKKOS_INLINE_FUNCTION int scan_peers(const OwnKeys& k, const PeerKeys* peers, int r, int count) {
+  constexpr int group = 4;
   int bits = 0;
-  for (int o = 0; o < count; ++o) {
-    const PeerKeys p = peers[o];
-    bits |= pair_conflicts<Trailing, Narrow>(k, p) & ((o == r) - 1);  // not with itself
+  for (int o = 0; o < count; o += group) {
+    PeerKeys p[group];
+    for (int i = 0; i < group; ++i) p[i] = peers[o + i < count ? o + i : o];
+    for (int i = 0; i < group; ++i) {
+      const int counts = (o + i < count) & (o + i != r);  // a live row, not itself
+      bits |= pair_conflicts<Trailing, Narrow>(k, p[i]) & -counts;
+    }
   }
   return bits;
 }
