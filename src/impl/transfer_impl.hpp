@@ -327,14 +327,27 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
     d.validate_team_size = d.sorted.team_size(exec, d.validate_functor());
   } else {
-    // A thread per command row and no vector lanes (ValidateFunctor says why).
-    const int lanes = 1;
-    const auto vprobe = typename validate_functor::policy_type(exec, 1, 1, lanes)
-                            .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)));
-    const int vmax = vprobe.team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
+    // A thread per command row. On GPUs its vector lanes split the row's scan
+    // of the others: the fewest lanes (a power of two) that leave each at most
+    // STATEXFER_VALIDATE_PEERS_PER_LANE rows (one lane up to that many), while C
+    // threads of them fit the block (ValidateFunctor::max_threads, the policy's
+    // team_size_max). More lanes load the row again in more warps; one lane
+    // scans every row in turn.
+    const bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
+    const int c = static_cast<int>(d.shape.capacity);
+    const auto per_lane = static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_PEERS_PER_LANE", 8, 1, 64));
+    const auto threads_max = [&](int lanes) {
+      return typename validate_functor::policy_type(exec, 1, 1, lanes)
+          .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)))
+          .team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
+    };
+    int lanes = 1;
+    while (!host && lanes * per_lane < c && 2 * lanes <= validate_functor::policy_type::vector_length_max() &&
+           2 * lanes * c <= validate_functor::max_threads && threads_max(2 * lanes) >= c)
+      lanes *= 2;
     d.validate_vector_length = lanes;
-    d.validate_team_size = std::max(1, std::min<int>(vmax, static_cast<int>(d.shape.capacity)));
-    if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.validate_team_size = 1;
+    d.validate_team_size = std::max(1, std::min<int>(threads_max(lanes), c));
+    if (host) d.validate_team_size = 1;
   }
   // validate_and_apply() in one launch on GPUs up to 64 commands; on hosts each
   // team would repeat the loads of every row on the CPU, so it is two launches there.
