@@ -847,6 +847,40 @@ TEST(TEST_CATEGORY, error_codes_full_capacity_64) {
   }
 }
 
+// Counts that are no multiple of four: validate() compares peers in groups of
+// four and, on GPUs, splits them over vector lanes; conflicts with the last
+// live rows must be found by every row, and rows past the count must not count.
+TEST(TEST_CATEGORY, error_codes_conflicts_with_the_last_live_rows) {
+  BatchOptions o;
+  o.capacity = 32;
+  o.rows = 66;  // live rows 1..32, snapshot rows 33..65
+  o.cache_pages = 128;
+  o.trailing = true;
+  ErrorCodesBatch b(o);
+  std::vector<Command> cmds;
+  for (std::int64_t s = 0; s < 16; ++s) cmds.push_back(snapshot_cmd(s, 1 + s, 33 + s, 6));
+  for (std::int64_t s = 16; s < 32; ++s) cmds.push_back(restore_cmd(s, 33 + s, 1 + s, 6));
+  EXPECT_EQ(b.run(cmds, 27), codes_t(32, 0));
+  EXPECT_TRUE(b.memory_is(b.expect(std::vector<Command>(cmds.begin(), cmds.begin() + 27))));
+
+  // The first row meets the third-last on a trailing page, the last two share
+  // a partial page, and the row past the count would meet the second.
+  b.trailing_table(24, 0) = b.trailing_table(0, 0);
+  b.table(26, 1) = b.table(25, 1);
+  b.table(27, 1) = b.table(1, 1);
+  codes_t expected(32, 0);
+  expected[0] = expected[24] = expected[25] = expected[26] = 4;
+  std::vector<Command> applied(cmds.begin() + 1, cmds.begin() + 24);
+  EXPECT_EQ(b.run(cmds, 27), expected);
+  EXPECT_TRUE(b.memory_is(b.expect(applied)));
+
+  // One more live row: it meets the second.
+  expected[1] = expected[27] = 4;
+  applied.erase(applied.begin());
+  EXPECT_EQ(b.run(cmds, 28), expected);
+  EXPECT_TRUE(b.memory_is(b.expect(applied)));
+}
+
 TEST(TEST_CATEGORY, error_codes_capacity_one) {
   BatchOptions o;
   o.capacity = 1;

@@ -72,6 +72,7 @@ struct TransferData {
     f.host_capacity = host_tier.capacity();
     f.row_bases = RowBases{pool.backing().data(), host_tier.backing().data(), shape.row_bytes};
     f.shape = shape;
+    f.lanes = validate_vector_length;
     return f;
   }
 

@@ -313,8 +313,9 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   if (count != 0)
     throw std::invalid_argument("statexfer::PreparedStateTransfer::prepare: requires zero live commands (num_ops is " +
                                 std::to_string(count) + ")");
+  constexpr bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
   // Bulk copies where the code that runs has them (Hopper and newer).
-  if constexpr (!std::is_same_v<memory_space, Kokkos::HostSpace>)
+  if constexpr (!host)
     d.bulk = impl::device_has_bulk_copy(exec) && impl::env_integer("STATEXFER_APPLY_BULK", 1, 0, 1) == 1;
   // Apply's team: 128 threads on a GPU (the best of 128, 256 and 512 in the
   // sittings of perf_tests/RESULTS.md), never more than the policy allows.
@@ -324,10 +325,9 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   d.apply_team_size = std::max(1, std::min(team, probe.team_size_max(d.apply_functor(), Kokkos::ParallelForTag())));
   // Host backends: a team of one. Teams of several OpenMP threads only add
   // rendezvous to work that is one memcpy per tile.
-  if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.apply_team_size = 1;
+  if (host) d.apply_team_size = 1;
   // GPUs: the flat grid, two 16-byte words a thread (the best of 1, 2 and 4 in
   // perf_tests/RESULTS.md); 0 asks for the teams (and works on hosts too, slowly).
-  const bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
   d.flat_words = static_cast<int>(impl::env_integer("STATEXFER_APPLY_WORDS", host ? 0 : 2, 0, 4));
   if (d.flat_words == 3)
     throw std::invalid_argument("statexfer: the environment variable STATEXFER_APPLY_WORDS=3 must be 0, 1, 2 or 4");
@@ -336,20 +336,31 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
     d.validate_team_size = d.sorted.team_size(exec, d.validate_functor());
   } else {
-    // A thread per command row and no vector lanes (ValidateFunctor says why).
-    const int lanes = 1;
-    const auto vprobe = typename validate_functor::policy_type(exec, 1, 1, lanes)
-                            .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)));
-    const int vmax = vprobe.team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
+    // A thread per command row. On GPUs its vector lanes split the row's scan
+    // of the others: the fewest lanes (a power of two) that leave each at most
+    // STATEXFER_VALIDATE_PEERS_PER_LANE rows (one lane up to that many), while C
+    // threads of them fit the block (ValidateFunctor::max_threads, the policy's
+    // team_size_max). More lanes load the row again in more warps; one lane
+    // scans every row in turn.
+    const int c = static_cast<int>(d.shape.capacity);
+    const auto per_lane = static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_PEERS_PER_LANE", 8, 1, 64));
+    const auto threads_max = [&](int lanes) {
+      return typename validate_functor::policy_type(exec, 1, 1, lanes)
+          .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)))
+          .team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
+    };
+    int lanes = 1;
+    while (!host && lanes * per_lane < c && 2 * lanes <= validate_functor::policy_type::vector_length_max() &&
+           2 * lanes * c <= validate_functor::max_threads && threads_max(2 * lanes) >= c)
+      lanes *= 2;
     d.validate_vector_length = lanes;
-    d.validate_team_size = std::max(1, std::min<int>(vmax, static_cast<int>(d.shape.capacity)));
-    if (std::is_same_v<memory_space, Kokkos::HostSpace>) d.validate_team_size = 1;
+    d.validate_team_size = std::max(1, std::min<int>(threads_max(lanes), c));
+    if (host) d.validate_team_size = 1;
   }
   // validate_and_apply() in one launch on GPUs up to 64 commands; on hosts each
   // team would repeat the loads of every row on the CPU, so it is two launches there.
   d.fused_team_size = 0;
-  if (!std::is_same_v<memory_space, Kokkos::HostSpace> &&
-      !impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
+  if (!host && !impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
     using fused_functor = impl::FusedFunctor<ExecutionSpace>;
     const auto fprobe =
         typename fused_functor::policy_type(exec, 1, 1)

@@ -7,7 +7,8 @@
 // Capacities up to 64 (ValidateFunctor): a thread per row loads its row and
 // keeps it in registers, and puts only the keys its peers compare against into
 // team scratch; after one barrier its thread compares it with every other
-// row in a plain loop (scan_peers) and decides it. The large-batch extension
+// row in a plain loop (scan_peers, validate_pairs.hpp), split over the thread's
+// vector lanes at larger capacities, and decides it. The large-batch extension
 // (validate_sorted_kernel.hpp) finds the same conflicts by sorting, and
 // validate_and_apply (fused_kernel.hpp) by a thread per pair. All decide each
 // row with row_check() and finish_row() below, so the codes cannot drift
@@ -20,6 +21,7 @@
 #include <statexfer/host_tier.hpp>
 
 #include "device_types.hpp"
+#include "validate_pairs.hpp"
 
 namespace statexfer::impl {
 
@@ -237,26 +239,7 @@ KOKKOS_INLINE_FUNCTION void finish_row(const RowRecord& q, const RowCheck& k, bo
   plan_out = p;
 }
 
-/// What a row offers the conflict checks of the other rows: keys that a
-/// checked row compares with equality only. A checked row has row keys > 0
-/// (row_key) and compares pages only when its own is >= 0, so -1 stands for
-/// "none" (table entries are int32).
-/// The first 32 bytes are what a pair reads in the common case (scan_peers'
-/// `Narrow`): the row keys' low 32 bits and the trailing entries with INT32_MIN
-/// for an unused part; the exact 64-bit keys follow.
-struct alignas(16) PeerKeys {
-  std::int32_t dst32;         // low 32 bits of dst
-  std::int32_t src32;         // low 32 bits of src
-  std::int32_t page_any;      // o_page
-  std::int32_t page_restore;  // o_page of a copy into its request's live row (a restore), else -1
-  std::int32_t snapshot_row;  // src == state
-  std::int32_t tpage32[2];    // tpage, INT32_MIN for trailing_unused
-  std::int32_t unused;
-  std::int64_t dst;       // row_key of its destination
-  std::int64_t src;       // row_key of the row it reads, else -1
-  std::int64_t tpage[2];  // trailing entries of a copy with a valid slot, else trailing_unused
-};
-
+/// Row o's keys for the conflict checks of the other rows.
 KOKKOS_INLINE_FUNCTION PeerKeys peer_keys(const RowRecord& o) {
   const bool pages = (o.kind & row_pages) != 0;
   const auto page = static_cast<std::int32_t>(peer_page(o));
@@ -275,22 +258,7 @@ KOKKOS_INLINE_FUNCTION PeerKeys peer_keys(const RowRecord& o) {
                   {t0, t1}};
 }
 
-inline constexpr std::int64_t trailing_none = INT64_MAX;  // no peer's trailing entry (int32 or trailing_unused)
-
-/// What a checked row compares with the PeerKeys of the others, from its record
-/// and own checks once, so that each pair is a handful of equality tests.
-struct OwnKeys {
-  std::int64_t dst;       // row_key of its destination
-  std::int64_t src;       // row_key of its source when it copies, else -2 (no peer has it)
-  std::int64_t tpage[2];  // trailing page of each active part, else trailing_none
-  std::int32_t page;      // main partial page
-  bool t_active[2];       // trailing part active
-  bool has_page;          // page >= 0
-  bool restore;           // a restore: any other row's page collides, else only a restore's
-  bool snapshot_row;      // trailing: two snapshot rows never collide
-  bool trailing;          // a trailing part is active
-};
-
+/// A checked row's keys for its compares with the PeerKeys of the others.
 KOKKOS_INLINE_FUNCTION OwnKeys own_keys(const RowRecord& q, const RowCheck& k) {
   return OwnKeys{q.dst_key,
                  k.copying ? q.src_key : -2,
@@ -303,58 +271,13 @@ KOKKOS_INLINE_FUNCTION OwnKeys own_keys(const RowRecord& q, const RowCheck& k) {
                  k.t_active[0] || k.t_active[1]};
 }
 
-/// Conflicts of a checked row with one other live row, as bits: 1 rows or main
-/// pages, 2 trailing part 0, 4 trailing part 1. `Trailing`: k has an active
-/// trailing part (else no trailing entry can collide). `Narrow`: 32-bit
-/// compares, exact when every row key lies in [-2, 2^31) (rows + host rows <=
-/// INT32_MAX: low 32 bits tell such keys apart) and no active part of k has the
-/// entry INT32_MIN (which stands for an unused part of p). Bitwise, not
-/// short-circuit, operators, and no branch: a pair is a dozen compares, which
-/// a loop over the peers overlaps with the next pair's loads.
-template <bool Trailing = true, bool Narrow = false>
-KOKKOS_INLINE_FUNCTION int pair_conflicts(const OwnKeys& k, const PeerKeys& p) {
-  bool rows, part0 = false, part1 = false;
-  if constexpr (Narrow) {
-    const auto dst = static_cast<std::int32_t>(k.dst), src = static_cast<std::int32_t>(k.src);
-    rows = (dst == p.dst32) | (src == p.dst32) | (dst == p.src32);
-    if (Trailing) {
-      const auto t0 = static_cast<std::int32_t>(k.tpage[0]), t1 = static_cast<std::int32_t>(k.tpage[1]);
-      part0 = k.t_active[0] & ((p.tpage32[0] == t0) | (p.tpage32[1] == t0));
-      part1 = k.t_active[1] & ((p.tpage32[0] == t1) | (p.tpage32[1] == t1));
-    }
-  } else {
-    rows = (k.dst == p.dst) | (k.src == p.dst) | (k.dst == p.src);
-    if (Trailing) {
-      part0 = (p.tpage[0] == k.tpage[0]) | (p.tpage[1] == k.tpage[0]);
-      part1 = (p.tpage[0] == k.tpage[1]) | (p.tpage[1] == k.tpage[1]);
-    }
-  }
-  rows |= k.has_page & (k.page == (k.restore ? p.page_any : p.page_restore));
-  int bits = rows ? 1 : 0;
-  if (Trailing) {
-    const bool apart = k.snapshot_row & (p.snapshot_row != 0);  // two snapshot rows only read their pages
-    bits |= apart ? 0 : (part0 ? 2 : 0) | (part1 ? 4 : 0);
-  }
-  return bits;
-}
-
-/// The conflict bits of checked row r with live rows [0, count) other than itself.
-template <bool Trailing, bool Narrow>
-KOKKOS_INLINE_FUNCTION int scan_peers(const OwnKeys& k, const PeerKeys* peers, int r, int count) {
-  int bits = 0;
-  for (int o = 0; o < count; ++o) {
-    const PeerKeys p = peers[o];
-    bits |= pair_conflicts<Trailing, Narrow>(k, p) & ((o == r) - 1);  // not with itself
-  }
-  return bits;
-}
-
 template <class ExecutionSpace>
 struct ValidateFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
-  // A thread per row, up to 64 (max_capacity): one block of at most 64 threads on
-  // CUDA, whose registers hold a whole row without spilling.
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<64, 1>>;
+  // A thread per row, up to 64 (max_capacity), times its vector lanes: one block
+  // of at most max_threads on CUDA, whose registers hold a whole row without spilling.
+  static constexpr int max_threads = 512;
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<max_threads, 1>>;
   using member_type = typename policy_type::member_type;
 
   Kokkos::View<const std::int64_t*, memory_space> request_slots, source_slots, destination_slots, expected_consumed;
@@ -370,6 +293,7 @@ struct ValidateFunctor {
   Kokkos::View<const std::int64_t*, memory_space> host_capacity;  // read only with a host tier
   RowBases row_bases;
   TransferShape shape;
+  int lanes = 1;  // the team's vector length (prepare())
 
   KOKKOS_INLINE_FUNCTION static std::size_t scratch_bytes(std::int64_t capacity) {
     return static_cast<std::size_t>(capacity) * sizeof(PeerKeys) + alignof(PeerKeys);
@@ -442,36 +366,56 @@ struct ValidateFunctor {
   KOKKOS_INLINE_FUNCTION ValidateLimits limits() const { return limits(limit_inputs()); }
 
   /// Row r's code and plan: its own checks, then its comparisons with the
-  /// other live rows (a conflict needs only equal keys).
-  KOKKOS_INLINE_FUNCTION void decide(int r, const RowRecord& q, const ValidateLimits& lim,
+  /// other live rows (a conflict needs only equal keys). Each of the row's
+  /// lanes compares it with every lanes-th row; their bits are OR-ed.
+  KOKKOS_INLINE_FUNCTION void decide(const member_type& team, int r, const RowRecord& q, const ValidateLimits& lim,
                                      const PeerKeys* peers) const {
     const RowCheck k = row_check(q, r, lim);
+    const OwnKeys own = own_keys(q, k);
+    const int count = static_cast<int>(lim.count);                  // 0 <= count <= C when k.check
+    const bool narrow = shape.rows + shape.host_rows <= INT32_MAX;  // the same for every thread
+    const bool t_narrow =
+        narrow && (!own.t_active[0] || own.tpage[0] != INT32_MIN) && (!own.t_active[1] || own.tpage[1] != INT32_MIN);
     int bits = 0;
-    if (k.check) {  // then 0 <= count <= C
-      const OwnKeys own = own_keys(q, k);
-      const int count = static_cast<int>(lim.count);
-      const bool narrow = shape.rows + shape.host_rows <= INT32_MAX;  // the same for every thread
-      if (own.trailing) {
-        const bool t_narrow = narrow && (!own.t_active[0] || own.tpage[0] != INT32_MIN) &&
-                              (!own.t_active[1] || own.tpage[1] != INT32_MIN);
-        bits = t_narrow ? scan_peers<true, true>(own, peers, r, count) : scan_peers<true, false>(own, peers, r, count);
-      } else {
-        bits = narrow ? scan_peers<false, true>(own, peers, r, count) : scan_peers<false, false>(own, peers, r, count);
-      }
-    }
+    bool lead = false;  // ran lane 0's share: writes the row's code and plan
+    // Every lane takes part, checked row or not: the reduction exchanges values between them.
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, lanes),
+        [&](int lane, int& found) {
+          lead |= lane == 0;
+          if (!k.check) return;
+          if (own.trailing)
+            found |= t_narrow ? scan_peers<true, true>(own, peers, r, count, lane, lanes)
+                              : scan_peers<true, false>(own, peers, r, count, lane, lanes);
+          else
+            found |= narrow ? scan_peers<false, true>(own, peers, r, count, lane, lanes)
+                            : scan_peers<false, false>(own, peers, r, count, lane, lanes);
+        },
+        Kokkos::BOr<int>(bits));
     const bool t_conflict[2] = {(bits & 2) != 0, (bits & 4) != 0};
     std::int32_t code;
     RowPlan p;
     finish_row(q, k, (bits & 1) != 0, t_conflict, lim.pages, row_bases, code, p);
-    errors(r) = code;
-    plan(r) = p;
+    if (lead) {
+      errors(r) = code;
+      plan(r) = p;
+    }
   }
 
-  /// The team: a thread per row (vector length 1, prepare()). The kernel is one
-  /// warp's dependent instructions at small C, so nothing is on that chain that
-  /// need not be: no vector lanes (their masks, reductions and single() cost more
-  /// than a plain loop over at most 64 peers), scratch addressed directly, and a
-  /// row kept in registers across the barrier, only its peer keys shared.
+  /// Row r's keys into team scratch, from one of its lanes.
+  KOKKOS_INLINE_FUNCTION void share(const member_type& team, int r, const RowRecord& q, PeerKeys* peers) const {
+    if (lanes == 1)
+      peers[r] = peer_keys(q);  // no lane mask to compute
+    else
+      Kokkos::single(Kokkos::PerThread(team), [&] { peers[r] = peer_keys(q); });
+  }
+
+  /// The team: a thread per row with `lanes` vector lanes (prepare()). The
+  /// kernel is one warp's dependent instructions at small C, so nothing is on
+  /// that chain that need not be: one lane there (no lane masks), scratch
+  /// addressed directly, and a row kept in registers across the barrier, only
+  /// its peer keys shared. At larger C a row's lanes split its scan of the
+  /// others; every lane loads the row itself (the same addresses, no exchange).
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int c = static_cast<int>(shape.capacity);
     const int t = team.team_rank(), threads = team.team_size();
@@ -482,15 +426,15 @@ struct ValidateFunctor {
       // prepare() asks for C threads; the guards keep a larger team's extra threads idle.
       const int r = t < c ? t : c - 1;
       const RowRecord q = load_row(r);
-      if (t < c) peers[r] = peer_keys(q);
+      if (t < c) share(team, r, q, peers);
       team.team_barrier();
-      if (t < c) decide(r, q, limits(in), peers);
+      if (t < c) decide(team, r, q, limits(in), peers);
     } else {
       // Fewer threads than rows (host backends): each row loaded again after the barrier.
-      for (int r = t; r < c; r += threads) peers[r] = peer_keys(load_row(r));
+      for (int r = t; r < c; r += threads) share(team, r, load_row(r), peers);
       team.team_barrier();
       const ValidateLimits lim = limits(in);
-      for (int r = t; r < c; r += threads) decide(r, load_row(r), lim, peers);
+      for (int r = t; r < c; r += threads) decide(team, r, load_row(r), lim, peers);
     }
   }
 };
