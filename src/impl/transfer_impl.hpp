@@ -337,11 +337,12 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
     d.validate_team_size = d.sorted.team_size(exec, d.validate_functor());
   } else {
     // A thread per command row. On GPUs its vector lanes split the row's scan
-    // of the others: the fewest lanes (a power of two) that leave each at most
-    // STATEXFER_VALIDATE_PEERS_PER_LANE rows (one lane up to that many), while C
-    // threads of them fit the block (ValidateFunctor::max_threads, the policy's
-    // team_size_max). More lanes load the row again in more warps; one lane
-    // scans every row in turn.
+    // of the others when C > 2 x STATEXFER_VALIDATE_PEERS_PER_LANE (default 8):
+    // the fewest lanes (a power of two, at most 4) that leave each at most that
+    // many rows, while C threads of them fit the block (ValidateFunctor::max_threads,
+    // the policy's team_size_max). Fewer rows do not pay for the lanes'
+    // reduction, and 8 lanes (16 warps, each loading and checking its rows
+    // again) were slower than 4 at C = 64 (perf_tests/RESULTS.md, session 13).
     const int c = static_cast<int>(d.shape.capacity);
     const auto per_lane = static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_PEERS_PER_LANE", 8, 1, 64));
     const auto threads_max = [&](int lanes) {
@@ -349,8 +350,10 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
           .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)))
           .team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
     };
+    constexpr int max_lanes = 4;
     int lanes = 1;
-    while (!host && lanes * per_lane < c && 2 * lanes <= validate_functor::policy_type::vector_length_max() &&
+    while (!host && c > 2 * per_lane && lanes * per_lane < c && 2 * lanes <= max_lanes &&
+           2 * lanes <= validate_functor::policy_type::vector_length_max() &&
            2 * lanes * c <= validate_functor::max_threads && threads_max(2 * lanes) >= c)
       lanes *= 2;
     d.validate_vector_length = lanes;
