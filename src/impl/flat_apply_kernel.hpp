@@ -35,11 +35,8 @@ inline std::int32_t flat_thread_shift(std::int64_t longest_item, int words) {
 template <class Word, int Words>
 KOKKOS_INLINE_FUNCTION void flat_move(std::uint8_t* KOKKOS_RESTRICT dst, const std::uint8_t* KOKKOS_RESTRICT src, int n,
                                       int t, int threads) {
-  constexpr int w = sizeof(Word);
-  int head = static_cast<int>((w - (reinterpret_cast<std::uintptr_t>(dst) & (w - 1))) & (w - 1));
-  if (head > n) head = n;
-  const int words = (n - head) / w;
-  const int tail_begin = head + words * w;
+  const WordSpan span = word_span<sizeof(Word)>(dst, n);
+  const int head = span.head, words = span.words, tail_begin = span.tail_begin;
   Word* KOKKOS_RESTRICT d = reinterpret_cast<Word*>(dst + head);
   const Word* KOKKOS_RESTRICT s = reinterpret_cast<const Word*>(src + head);
   // One round for 16-byte words (the grid covers the item); narrower words loop.

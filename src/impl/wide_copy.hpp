@@ -14,6 +14,20 @@ struct alignas(16) Word16 {
   std::uint64_t lo, hi;
 };
 
+/// Where the `W`-byte words of [dst, dst + n) lie: `head` bytes up to the first
+/// aligned word, then `words` words, then the tail from `tail_begin`.
+struct WordSpan {
+  int head, words, tail_begin;
+};
+
+template <int W>
+KOKKOS_INLINE_FUNCTION WordSpan word_span(const std::uint8_t* dst, int n) {
+  int head = static_cast<int>((W - (reinterpret_cast<std::uintptr_t>(dst) & (W - 1))) & (W - 1));
+  if (head > n) head = n;
+  const int words = (n - head) / W;
+  return WordSpan{head, words, head + words * W};
+}
+
 /// The bytes of [0, n) outside [head, tail_begin), whose aligned words another
 /// loop (or a bulk copy) moves: fewer than 2 words, one thread each.
 template <class Member>
@@ -30,12 +44,9 @@ KOKKOS_INLINE_FUNCTION void copy_edge_bytes(const Member& team, std::uint8_t* KO
 template <class Word, int unroll, class Member>
 KOKKOS_INLINE_FUNCTION void copy_words(const Member& team, std::uint8_t* KOKKOS_RESTRICT dst,
                                        const std::uint8_t* KOKKOS_RESTRICT src, int n) {
-  constexpr int w = sizeof(Word);
   // Bytes up to the first aligned word of dst (src shares its alignment).
-  int head = static_cast<int>((w - (reinterpret_cast<std::uintptr_t>(dst) & (w - 1))) & (w - 1));
-  if (head > n) head = n;
-  const int words = (n - head) / w;
-  const int tail_begin = head + words * w;
+  const WordSpan span = word_span<sizeof(Word)>(dst, n);
+  const int head = span.head, words = span.words, tail_begin = span.tail_begin;
   Word* KOKKOS_RESTRICT d = reinterpret_cast<Word*>(dst + head);
   const Word* KOKKOS_RESTRICT s = reinterpret_cast<const Word*>(src + head);
   // Each thread keeps up to `unroll` loads in flight before it stores, the last
@@ -58,11 +69,8 @@ KOKKOS_INLINE_FUNCTION void copy_words(const Member& team, std::uint8_t* KOKKOS_
 
 template <class Word, class Member>
 KOKKOS_INLINE_FUNCTION void zero_words(const Member& team, std::uint8_t* KOKKOS_RESTRICT dst, int n) {
-  constexpr int w = sizeof(Word);
-  int head = static_cast<int>((w - (reinterpret_cast<std::uintptr_t>(dst) & (w - 1))) & (w - 1));
-  if (head > n) head = n;
-  const int words = (n - head) / w;
-  const int tail_begin = head + words * w;
+  const WordSpan span = word_span<sizeof(Word)>(dst, n);
+  const int head = span.head, words = span.words, tail_begin = span.tail_begin;
   Word* KOKKOS_RESTRICT d = reinterpret_cast<Word*>(dst + head);
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, words), [&](const int i) { d[i] = Word{}; });
   const int edge = head + (n - tail_begin);
