@@ -52,8 +52,10 @@ struct TransferData {
   bool prepared = false;
   ExecutionSpace exec;  // the instance prepare() bound the transfer to
 
-  ValidateFunctor<ExecutionSpace> validate_functor() const {
-    ValidateFunctor<ExecutionSpace> f;
+  /// `Features`: ValidateFunctor's instantiation (validate() passes the parts the transfer has).
+  template <int Features = feature_all>
+  ValidateFunctor<ExecutionSpace, Features> validate_functor() const {
+    ValidateFunctor<ExecutionSpace, Features> f;
     f.request_slots = commands.request_slots;
     f.source_slots = commands.source_slots;
     f.destination_slots = commands.destination_slots;

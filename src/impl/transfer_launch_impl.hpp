@@ -27,12 +27,24 @@ void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec)
   const auto& d = ready("validate", &exec);
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity))
     return d.sorted.launch(exec, d.validate_functor(), d.validate_team_size);
-  using functor = impl::ValidateFunctor<ExecutionSpace>;
-  auto policy = Kokkos::Experimental::require(
-      typename functor::policy_type(exec, 1, d.validate_team_size, d.validate_vector_length)
-          .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
-      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-  Kokkos::parallel_for("statexfer::validate", policy, d.validate_functor());
+  // The instantiation with only the optional checks this transfer has (validate_kernel.hpp).
+  auto launch = [&](auto f) {
+    using functor = decltype(f);
+    auto policy = Kokkos::Experimental::require(
+        typename functor::policy_type(exec, 1, d.validate_team_size, d.validate_vector_length)
+            .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
+        Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+    Kokkos::parallel_for("statexfer::validate", policy, f);
+  };
+  const bool host_tier = d.shape.host_rows > 0, trailing = d.shape.has_trailing != 0;
+  if (host_tier && trailing)
+    launch(d.template validate_functor<impl::feature_all>());
+  else if (host_tier)
+    launch(d.template validate_functor<impl::feature_host_tier>());
+  else if (trailing)
+    launch(d.template validate_functor<impl::feature_trailing>());
+  else
+    launch(d.template validate_functor<0>());
 }
 
 template <class ExecutionSpace>

@@ -60,6 +60,22 @@ enum RowKind : std::int32_t {
   row_part1 = 256,    // end > 1 and end % PT >= 2: trailing part 1 counts
 };
 
+/// The optional parts of the contract that a kernel instantiation checks: the
+/// host tier's operations (docs/CONTRACT.md §12) and the trailing pages.
+/// validate() launches the instantiation with only those the transfer has:
+/// at small C it is one warp's dependent chain, and a run-time test of a part
+/// the transfer lacks still costs that chain its instructions. The fused and
+/// sorted kernels keep both parts and test them at run time.
+enum ValidateFeature : int { feature_host_tier = 1, feature_trailing = 2, feature_all = 3 };
+
+/// The record's kind bits that instantiation `Features` can see: without the
+/// host tier its bits are never set, and saying so lets the compiler drop their paths.
+template <int Features>
+KOKKOS_INLINE_FUNCTION std::int32_t row_kind(const RowRecord& q) {
+  constexpr std::int32_t host = row_src_host | row_dst_host | row_tier_op;
+  return (Features & feature_host_tier) ? q.kind : q.kind & ~host;
+}
+
 /// A row of either tier as one int64, so that equal keys mean the same row:
 /// device row v in (0, rows) is v, host row h in (0, host_rows) is rows + h,
 /// anything else -1 (which no row that reaches the conflict checks has).
@@ -69,7 +85,10 @@ KOKKOS_INLINE_FUNCTION std::int64_t row_key(bool host, std::int64_t v, std::int6
 }
 
 /// The row's source is the request's live row (a snapshot); never for a host source.
-KOKKOS_INLINE_FUNCTION bool is_snapshot_row(const RowRecord& q) { return !(q.kind & row_src_host) && q.src == q.state; }
+template <int Features = feature_all>
+KOKKOS_INLINE_FUNCTION bool is_snapshot_row(const RowRecord& q) {
+  return !(row_kind<Features>(q) & row_src_host) && q.src == q.state;
+}
 
 inline constexpr std::int64_t trailing_unused = INT64_MIN;
 
@@ -122,23 +141,24 @@ struct RowCheck {
   bool t_used[2];     // its logical page lies inside the trailing table
 };
 
+template <int Features = feature_all>
 KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, const ValidateLimits& lim) {
   const std::int64_t pt = lim.page_tokens;
+  const std::int32_t kind = row_kind<Features>(q);
   RowCheck k{};
   k.live = r < lim.count;
   const bool valid_row = q.valid_slot && q.state > 0 && q.state < lim.slots;
-  const bool src_host = (q.kind & row_src_host) != 0;
+  const bool src_host = (kind & row_src_host) != 0;
   const bool src_usable = src_host ? q.src > 0 && q.src < lim.host_slots : q.src > 0 && q.src < lim.slots;
   const bool snapshot = valid_row && q.src == q.state && q.dst > 0 && q.dst < lim.slots && q.src != q.dst;
   k.restore = valid_row && q.dst == q.state && src_usable && (src_host || q.src != q.dst);
   const bool reset = valid_row && q.op == 1 && q.src == -1 && q.dst == q.state;
-  k.copying = (q.kind & row_reads) != 0;
-  k.pages = (q.kind & row_pages) != 0;
-  k.snapshot_row = is_snapshot_row(q);
+  k.copying = (kind & row_reads) != 0;
+  k.pages = (kind & row_pages) != 0;
+  k.snapshot_row = is_snapshot_row<Features>(q);
   // Tier moves (§12): no request slot, a row of each tier.
-  const bool dst_host = (q.kind & row_dst_host) != 0;
-  const bool moved =
-      (q.kind & row_no_slot) && src_usable && q.dst > 0 && q.dst < (dst_host ? lim.host_slots : lim.slots);
+  const bool dst_host = (kind & row_dst_host) != 0;
+  const bool moved = (kind & row_no_slot) && src_usable && q.dst > 0 && q.dst < (dst_host ? lim.host_slots : lim.slots);
   bool valid_slots;
   if (q.op == 0)
     valid_slots = snapshot || k.restore;
@@ -156,13 +176,13 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
   // The largest endpoint bounds what may meet a page table: not for 2, 3.
   const bool within = !k.pages || q.end <= lim.width * pt;
   const bool valid_endpoint = k.copying ? (q.end > 0 && q.end == consumed && within) : q.end == 0;
-  k.tail = k.pages && (q.kind & row_mid_page);
+  k.tail = k.pages && (kind & row_mid_page);
   k.page = (k.live && k.tail && valid_slots) ? q.table_entry : -1;
   if (lim.bad_count)
     k.code = 5;
   else if (!k.live)
     k.code = 0;
-  else if (q.op != 0 && q.op != 1 && !(q.kind & row_tier_op))
+  else if (q.op != 0 && q.op != 1 && !(kind & row_tier_op))
     k.code = 1;
   else if (!valid_slots)
     k.code = 2;
@@ -172,7 +192,8 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
   // Trailing pages: copies only, logical pages end/PT - 1 and end/PT (the
   // latter when at least two tokens of the last page are filled).
   for (int part = 0; part < 2; ++part) {
-    k.t_active[part] = lim.has_trailing && k.check && k.pages && (q.kind & (part == 0 ? row_part0 : row_part1));
+    k.t_active[part] = (Features & feature_trailing) && lim.has_trailing && k.check && k.pages &&
+                       (kind & (part == 0 ? row_part0 : row_part1));
     k.t_used[part] = q.tpage[part] != trailing_unused;
     k.t_page[part] = k.t_used[part] ? q.tpage[part] : -1;
   }
@@ -180,9 +201,10 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
 }
 
 /// o_page of docs/CONTRACT.md §4: the partial page another row's conflict check sees, or -1.
+template <int Features = feature_all>
 KOKKOS_INLINE_FUNCTION std::int64_t peer_page(const RowRecord& o) {
   const bool pages = (o.kind & row_pages) != 0;
-  const bool tail = pages && (is_snapshot_row(o) || o.dst == o.state) && (o.kind & row_mid_page);
+  const bool tail = pages && (is_snapshot_row<Features>(o) || o.dst == o.state) && (o.kind & row_mid_page);
   return tail ? o.table_entry : -1;
 }
 
@@ -196,6 +218,7 @@ struct RowBases {
 /// Code and plan of one row from its own checks and the conflicts found with the
 /// other live rows: `conflict` (rows, main partial pages) and `t_conflict` (the
 /// trailing page of each active part).
+template <int Features = feature_all>
 KOKKOS_INLINE_FUNCTION void finish_row(const RowRecord& q, const RowCheck& k, bool conflict, const bool t_conflict[2],
                                        std::int64_t pages, const RowBases& bases, std::int32_t& code_out,
                                        RowPlan& plan_out) {
@@ -222,7 +245,8 @@ KOKKOS_INLINE_FUNCTION void finish_row(const RowRecord& q, const RowCheck& k, bo
   }
   if (code == 0 && k.live) {
     // Code 0 puts dst (and a copy's src) inside its tier's usable rows.
-    const bool src_host = (q.kind & row_src_host) != 0, dst_host = (q.kind & row_dst_host) != 0;
+    const std::int32_t kind = row_kind<Features>(q);
+    const bool src_host = (kind & row_src_host) != 0, dst_host = (kind & row_dst_host) != 0;
     p.dst_row = (dst_host ? bases.host : bases.device) + q.dst * bases.row_bytes;
     p.flags |= plan_active;
     if (src_host || dst_host) p.flags |= plan_host;
@@ -240,16 +264,17 @@ KOKKOS_INLINE_FUNCTION void finish_row(const RowRecord& q, const RowCheck& k, bo
 }
 
 /// Row o's keys for the conflict checks of the other rows.
+template <int Features = feature_all>
 KOKKOS_INLINE_FUNCTION PeerKeys peer_keys(const RowRecord& o) {
   const bool pages = (o.kind & row_pages) != 0;
-  const auto page = static_cast<std::int32_t>(peer_page(o));
-  const bool trailing = pages && o.valid_slot;
+  const auto page = static_cast<std::int32_t>(peer_page<Features>(o));
+  const bool trailing = (Features & feature_trailing) && pages && o.valid_slot;
   const std::int64_t t0 = trailing ? o.tpage[0] : trailing_unused, t1 = trailing ? o.tpage[1] : trailing_unused;
   return PeerKeys{static_cast<std::int32_t>(o.dst_key),
                   static_cast<std::int32_t>(o.src_key),
                   page,
                   pages && o.dst == o.state ? page : -1,
-                  is_snapshot_row(o),
+                  is_snapshot_row<Features>(o),
                   {t0 == trailing_unused ? INT32_MIN : static_cast<std::int32_t>(t0),
                    t1 == trailing_unused ? INT32_MIN : static_cast<std::int32_t>(t1)},
                   0,
@@ -271,7 +296,7 @@ KOKKOS_INLINE_FUNCTION OwnKeys own_keys(const RowRecord& q, const RowCheck& k) {
                  k.t_active[0] || k.t_active[1]};
 }
 
-template <class ExecutionSpace>
+template <class ExecutionSpace, int Features = feature_all>
 struct ValidateFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
   // A thread per row, up to 64 (max_capacity), times its vector lanes: one block
@@ -304,6 +329,7 @@ struct ValidateFunctor {
   /// consumed tokens, the source's consumed_tokens, page and trailing table
   /// entries), each level issued as one batch of independent loads.
   KOKKOS_INLINE_FUNCTION RowRecord load_row(std::int64_t r) const {
+    constexpr bool host_tier = Features & feature_host_tier;
     const std::int64_t w = shape.width;
     RowRecord q;
     const std::int64_t slot = request_slots(r);
@@ -313,7 +339,7 @@ struct ValidateFunctor {
     q.op = operation(r);
     const bool valid_slot = slot >= 0 && slot < shape.capacity;
     q.valid_slot = valid_slot;
-    const bool tier_op = shape.host_rows > 0 && q.op >= 2 && q.op <= 4;
+    const bool tier_op = host_tier && shape.host_rows > 0 && q.op >= 2 && q.op <= 4;
     const bool src_host = tier_op && q.op != 2, dst_host = tier_op && q.op == 2;
     const bool reads = q.op == 0 || tier_op;
     std::int64_t logical = -1, rem = 0;
@@ -321,7 +347,7 @@ struct ValidateFunctor {
     const bool part0 = q.end > 1 && logical >= 1, part1 = q.end > 1 && rem >= 2;
     const bool src_row = q.src > 0 && q.src < (src_host ? shape.host_rows : shape.rows);
     const bool in_table = valid_slot && logical >= 0 && logical < w;
-    const bool trailing = shape.has_trailing && valid_slot;
+    const bool trailing = (Features & feature_trailing) && shape.has_trailing && valid_slot;
     const bool t_used0 = trailing && part0 && logical - 1 < w, t_used1 = trailing && part1 && logical < w;
     // Second level, as soon as its addresses are known. consumed_tokens of the
     // source in its own tier (pinned host memory for a host row on CUDA).
@@ -349,7 +375,8 @@ struct ValidateFunctor {
   };
 
   KOKKOS_INLINE_FUNCTION LimitInputs limit_inputs() const {
-    return LimitInputs{num_ops(0), memory_capacity(0), memory_capacity(1), shape.host_rows > 0 ? host_capacity(0) : 0};
+    return LimitInputs{num_ops(0), memory_capacity(0), memory_capacity(1),
+                       (Features & feature_host_tier) && shape.host_rows > 0 ? host_capacity(0) : 0};
   }
 
   KOKKOS_INLINE_FUNCTION ValidateLimits limits(const LimitInputs& in) const {
@@ -370,32 +397,39 @@ struct ValidateFunctor {
   /// lanes compares it with every lanes-th row; their bits are OR-ed.
   KOKKOS_INLINE_FUNCTION void decide(const member_type& team, int r, const RowRecord& q, const ValidateLimits& lim,
                                      const PeerKeys* peers) const {
-    const RowCheck k = row_check(q, r, lim);
+    const RowCheck k = row_check<Features>(q, r, lim);
     const OwnKeys own = own_keys(q, k);
     const int count = static_cast<int>(lim.count);                  // 0 <= count <= C when k.check
     const bool narrow = shape.rows + shape.host_rows <= INT32_MAX;  // the same for every thread
     const bool t_narrow =
         narrow && (!own.t_active[0] || own.tpage[0] != INT32_MIN) && (!own.t_active[1] || own.tpage[1] != INT32_MIN);
+    const auto scan = [&](int lane) {
+      if (own.trailing)
+        return t_narrow ? scan_peers<true, true>(own, peers, r, count, lane, lanes)
+                        : scan_peers<true, false>(own, peers, r, count, lane, lanes);
+      return narrow ? scan_peers<false, true>(own, peers, r, count, lane, lanes)
+                    : scan_peers<false, false>(own, peers, r, count, lane, lanes);
+    };
     int bits = 0;
     bool lead = false;  // ran lane 0's share: writes the row's code and plan
-    // Every lane takes part, checked row or not: the reduction exchanges values between them.
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(team, lanes),
-        [&](int lane, int& found) {
-          lead |= lane == 0;
-          if (!k.check) return;
-          if (own.trailing)
-            found |= t_narrow ? scan_peers<true, true>(own, peers, r, count, lane, lanes)
-                              : scan_peers<true, false>(own, peers, r, count, lane, lanes);
-          else
-            found |= narrow ? scan_peers<false, true>(own, peers, r, count, lane, lanes)
-                            : scan_peers<false, false>(own, peers, r, count, lane, lanes);
-        },
-        Kokkos::BOr<int>(bits));
+    if (lanes == 1) {
+      // One lane (C <= 16, hosts): no reduction on the chain.
+      lead = true;
+      if (k.check) bits = scan(0);
+    } else {
+      // Every lane takes part, checked row or not: the reduction exchanges values between them.
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(team, lanes),
+          [&](int lane, int& found) {
+            lead |= lane == 0;
+            if (k.check) found |= scan(lane);
+          },
+          Kokkos::BOr<int>(bits));
+    }
     const bool t_conflict[2] = {(bits & 2) != 0, (bits & 4) != 0};
     std::int32_t code;
     RowPlan p;
-    finish_row(q, k, (bits & 1) != 0, t_conflict, lim.pages, row_bases, code, p);
+    finish_row<Features>(q, k, (bits & 1) != 0, t_conflict, lim.pages, row_bases, code, p);
     if (lead) {
       errors(r) = code;
       plan(r) = p;
@@ -405,9 +439,9 @@ struct ValidateFunctor {
   /// Row r's keys into team scratch, from one of its lanes.
   KOKKOS_INLINE_FUNCTION void share(const member_type& team, int r, const RowRecord& q, PeerKeys* peers) const {
     if (lanes == 1)
-      peers[r] = peer_keys(q);  // no lane mask to compute
+      peers[r] = peer_keys<Features>(q);  // no lane mask to compute
     else
-      Kokkos::single(Kokkos::PerThread(team), [&] { peers[r] = peer_keys(q); });
+      Kokkos::single(Kokkos::PerThread(team), [&] { peers[r] = peer_keys<Features>(q); });
   }
 
   /// The team: a thread per row with `lanes` vector lanes (prepare()). The
