@@ -24,11 +24,12 @@
 
 namespace statexfer::impl {
 
-template <class ExecutionSpace>
+/// `Features`: the optional checks the transfer has, as for ValidateFunctor.
+template <class ExecutionSpace, int Features = feature_all>
 struct FusedFunctor {
   using policy_type = typename ApplyFunctor<ExecutionSpace>::policy_type;
   using member_type = typename policy_type::member_type;
-  using validate_type = ValidateFunctor<ExecutionSpace>;
+  using validate_type = ValidateFunctor<ExecutionSpace, Features>;
 
   validate_type validate;
   ApplyFunctor<ExecutionSpace> apply;
@@ -57,10 +58,13 @@ struct FusedFunctor {
     const auto in = validate.limit_inputs();
     const RowRecord q = validate.load_row(r);
     const ValidateLimits lim = validate.limits(in);  // used after the row's loads are out
-    const RowCheck k = row_check(q, r, lim);
+    const RowCheck k = row_check<Features>(q, r, lim);
     const OwnKeys own = own_keys(q, k);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const std::int64_t o) {
-      found(o) = k.check && o < lim.count && o != r ? pair_conflicts(own, peer_keys(validate.load_row(o))) : 0;
+      constexpr bool trailing = Features & feature_trailing;
+      found(o) = k.check && o < lim.count && o != r
+                     ? pair_conflicts<trailing>(own, peer_keys<Features>(validate.load_row(o)))
+                     : 0;
     });
     team.team_barrier();
     int bits = 0;
@@ -68,7 +72,7 @@ struct FusedFunctor {
     const bool t_conflict[2] = {(bits & 2) != 0, (bits & 4) != 0};
     std::int32_t code;
     RowPlan p;
-    finish_row(q, k, (bits & 1) != 0, t_conflict, lim.pages, validate.row_bases, code, p);
+    finish_row<Features>(q, k, (bits & 1) != 0, t_conflict, lim.pages, validate.row_bases, code, p);
     if (item_index == 0 && team.team_rank() == 0) {
       validate.errors(r) = code;
       validate.plan(r) = p;

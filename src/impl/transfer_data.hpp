@@ -52,6 +52,12 @@ struct TransferData {
   bool prepared = false;
   ExecutionSpace exec;  // the instance prepare() bound the transfer to
 
+  /// The optional checks this transfer has (ValidateFeature): which
+  /// instantiation validate() and validate_and_apply() launch.
+  int validate_features() const {
+    return (shape.host_rows > 0 ? feature_host_tier : 0) | (shape.has_trailing ? feature_trailing : 0);
+  }
+
   /// `Features`: ValidateFunctor's instantiation (validate() passes the parts the transfer has).
   template <int Features = feature_all>
   ValidateFunctor<ExecutionSpace, Features> validate_functor() const {
@@ -78,8 +84,9 @@ struct TransferData {
     return f;
   }
 
-  FusedFunctor<ExecutionSpace> fused_functor() const {
-    return FusedFunctor<ExecutionSpace>{validate_functor(), apply_functor()};
+  template <int Features = feature_all>
+  FusedFunctor<ExecutionSpace, Features> fused_functor() const {
+    return FusedFunctor<ExecutionSpace, Features>{validate_functor<Features>(), apply_functor()};
   }
 
   template <int Words>

@@ -36,15 +36,12 @@ void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec)
         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     Kokkos::parallel_for("statexfer::validate", policy, f);
   };
-  const bool host_tier = d.shape.host_rows > 0, trailing = d.shape.has_trailing != 0;
-  if (host_tier && trailing)
-    launch(d.template validate_functor<impl::feature_all>());
-  else if (host_tier)
-    launch(d.template validate_functor<impl::feature_host_tier>());
-  else if (trailing)
-    launch(d.template validate_functor<impl::feature_trailing>());
-  else
-    launch(d.template validate_functor<0>());
+  switch (d.validate_features()) {
+    case impl::feature_all: return launch(d.template validate_functor<impl::feature_all>());
+    case impl::feature_host_tier: return launch(d.template validate_functor<impl::feature_host_tier>());
+    case impl::feature_trailing: return launch(d.template validate_functor<impl::feature_trailing>());
+    default: return launch(d.template validate_functor<0>());
+  }
 }
 
 template <class ExecutionSpace>
@@ -91,12 +88,20 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSp
     apply(exec);
     return;
   }
-  using functor = impl::FusedFunctor<ExecutionSpace>;
-  auto policy = Kokkos::Experimental::require(
-      typename functor::policy_type(exec, d.shape.capacity * d.shape.work_items, d.fused_team_size)
-          .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity, d.bulk))),
-      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-  Kokkos::parallel_for("statexfer::validate_and_apply", policy, d.fused_functor());
+  auto launch = [&](auto f) {
+    using functor = decltype(f);
+    auto policy = Kokkos::Experimental::require(
+        typename functor::policy_type(exec, d.shape.capacity * d.shape.work_items, d.fused_team_size)
+            .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity, d.bulk))),
+        Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+    Kokkos::parallel_for("statexfer::validate_and_apply", policy, f);
+  };
+  switch (d.validate_features()) {
+    case impl::feature_all: return launch(d.template fused_functor<impl::feature_all>());
+    case impl::feature_host_tier: return launch(d.template fused_functor<impl::feature_host_tier>());
+    case impl::feature_trailing: return launch(d.template fused_functor<impl::feature_trailing>());
+    default: return launch(d.template fused_functor<0>());
+  }
 }
 
 template <class ExecutionSpace>

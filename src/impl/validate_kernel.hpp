@@ -62,10 +62,11 @@ enum RowKind : std::int32_t {
 
 /// The optional parts of the contract that a kernel instantiation checks: the
 /// host tier's operations (docs/CONTRACT.md §12) and the trailing pages.
-/// validate() launches the instantiation with only those the transfer has:
-/// at small C it is one warp's dependent chain, and a run-time test of a part
-/// the transfer lacks still costs that chain its instructions. The fused and
-/// sorted kernels keep both parts and test them at run time.
+/// validate() and validate_and_apply() launch the instantiation with only
+/// those the transfer has (TransferData::validate_features): at small C each is
+/// one warp's dependent chain, and a run-time test of a part the transfer lacks
+/// still costs that chain its instructions. The sorted kernels (C > 64) keep
+/// both parts and test them at run time.
 enum ValidateFeature : int { feature_host_tier = 1, feature_trailing = 2, feature_all = 3 };
 
 /// The record's kind bits that instantiation `Features` can see: without the
