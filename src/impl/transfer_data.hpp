@@ -44,6 +44,8 @@ struct TransferData {
   bool bulk = false;                        // prepare(): the device code has bulk copies (sm_90+ builds on Hopper+)
   int validate_team_size = 1;               // asked of the policy in prepare()
   int validate_vector_length = 1;
+  int validate_rows_per_team = 0;  // C > 64: unused; else rows a team decides (>= C: one team)
+  int validate_league = 1;
   int apply_team_size = 1;
   int flat_words = 0;           // apply() as FlatApplyFunctor with this many words a thread (GPUs), 0: teams
   std::int32_t flat_shift = 5;  // log2 of the flat grid's threads per work item
@@ -81,6 +83,7 @@ struct TransferData {
     f.row_bases = RowBases{pool.backing().data(), host_tier.backing().data(), shape.row_bytes};
     f.shape = shape;
     f.lanes = validate_vector_length;
+    f.rows_per_team = validate_rows_per_team;
     return f;
   }
 

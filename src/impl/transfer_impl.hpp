@@ -336,29 +336,37 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
     d.validate_team_size = d.sorted.team_size(exec, d.validate_functor());
   } else {
-    // A thread per command row. On GPUs its vector lanes split the row's scan
-    // of the others when C > 2 x STATEXFER_VALIDATE_PEERS_PER_LANE (default 8):
-    // the fewest lanes (a power of two, at most 4) that leave each at most that
-    // many rows, while C threads of them fit the block (ValidateFunctor::max_threads,
-    // the policy's team_size_max). Fewer rows do not pay for the lanes'
-    // reduction, and 8 lanes (16 warps, each loading and checking its rows
-    // again) were slower than 4 at C = 64 (perf_tests/RESULTS.md, session 13).
+    // A thread per command row, in one team or, on GPUs above 32 commands,
+    // several (STATEXFER_VALIDATE_ROWS_PER_TEAM rows each, default 8; every
+    // team shares all C rows' keys, ValidateFunctor). A row's vector lanes
+    // split its scan of the others when it has more than
+    // STATEXFER_VALIDATE_PEERS_PER_LANE to scan (default 4 with several teams,
+    // 8 in one): the fewest lanes (a power of two) that leave each at most that
+    // many, while the team fits the block (ValidateFunctor::max_threads, the
+    // policy's team_size_max). In one team at most 4 lanes: there all C rows'
+    // warps share one SM. The defaults are the best of the sittings in
+    // perf_tests/RESULTS.md (sessions 13 and 14); at C = 32 one team and
+    // several were level.
     const int c = static_cast<int>(d.shape.capacity);
-    const auto per_lane = static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_PEERS_PER_LANE", 8, 1, 64));
+    const auto rows = std::min<int>(
+        c, static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_ROWS_PER_TEAM", !host && c > 32 ? 8 : 64, 1, 64)));
+    const auto per_lane =
+        static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_PEERS_PER_LANE", rows < c ? 4 : 8, 1, 64));
     const auto threads_max = [&](int lanes) {
       return typename validate_functor::policy_type(exec, 1, 1, lanes)
           .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)))
           .team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
     };
-    constexpr int max_lanes = 4;
+    const int max_lanes = rows < c ? validate_functor::policy_type::vector_length_max() : 4;
     int lanes = 1;
-    while (!host && c > 2 * per_lane && lanes * per_lane < c && 2 * lanes <= max_lanes &&
+    while (!host && lanes * per_lane < c && (rows < c || c > 2 * per_lane) && 2 * lanes <= max_lanes &&
            2 * lanes <= validate_functor::policy_type::vector_length_max() &&
-           2 * lanes * c <= validate_functor::max_threads && threads_max(2 * lanes) >= c)
+           2 * lanes * rows <= validate_functor::max_threads && threads_max(2 * lanes) >= rows)
       lanes *= 2;
     d.validate_vector_length = lanes;
-    d.validate_team_size = std::max(1, std::min<int>(threads_max(lanes), c));
-    if (host) d.validate_team_size = 1;
+    d.validate_rows_per_team = rows;
+    d.validate_league = (c + rows - 1) / rows;
+    d.validate_team_size = host ? 1 : std::max(1, std::min<int>(threads_max(lanes), rows));
   }
   // validate_and_apply() in one launch on GPUs up to 64 commands; on hosts each
   // team would repeat the loads of every row on the CPU, so it is two launches there.

@@ -31,7 +31,7 @@ void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec)
   auto launch = [&](auto f) {
     using functor = decltype(f);
     auto policy = Kokkos::Experimental::require(
-        typename functor::policy_type(exec, 1, d.validate_team_size, d.validate_vector_length)
+        typename functor::policy_type(exec, d.validate_league, d.validate_team_size, d.validate_vector_length)
             .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     Kokkos::parallel_for("statexfer::validate", policy, f);
@@ -110,13 +110,14 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   const auto& d = *data_;
   if (!d.prepared) return "not prepared";
   const bool sorted = impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity);
-  // validate: one team (C <= 64), or (the extension) keys, a sort team per
+  // validate: teams x threads x lanes (C <= 64), or (the extension) keys, a sort team per
   // chunk of each key array, decide; apply: a flat grid of threads per work item
   // of every row (GPUs) or a team per work item (hosts).
   const std::string validate =
       sorted ? "validate (sorted) " + std::to_string(d.sorted.teams()) + "x" + std::to_string(d.validate_team_size) +
                    " sort teams, 2x" + std::to_string(d.shape.capacity) + " rows"
-             : "validate 1x" + std::to_string(d.validate_team_size) + "x" + std::to_string(d.validate_vector_length);
+             : "validate " + std::to_string(d.validate_league) + "x" + std::to_string(d.validate_team_size) + "x" +
+                   std::to_string(d.validate_vector_length);
   const std::string items = std::to_string(d.shape.capacity * d.shape.work_items);
   const std::string apply = d.flat_words > 0
                                 ? items + "x" + std::to_string(1 << d.flat_shift) + " flat (" +

@@ -1,14 +1,16 @@
 #ifndef STATEXFER_IMPL_VALIDATE_KERNEL_HPP
 #define STATEXFER_IMPL_VALIDATE_KERNEL_HPP
 
-// validate(): one team computes the code of every command row (docs/CONTRACT.md §4), main
-// and trailing checks in one launch, and the plan apply() follows.
+// validate(): the code of every command row (docs/CONTRACT.md §4), main and
+// trailing checks in one launch, and the plan apply() follows.
 //
 // Capacities up to 64 (ValidateFunctor): a thread per row loads its row and
 // keeps it in registers, and puts only the keys its peers compare against into
 // team scratch; after one barrier its thread compares it with every other
 // row in a plain loop (scan_peers, validate_pairs.hpp), split over the thread's
-// vector lanes at larger capacities, and decides it. The large-batch extension
+// vector lanes at larger capacities, and decides it. One team holds every row,
+// or (GPUs, C > 32) each of several teams decides a few rows and loads the
+// keys of all. The large-batch extension
 // (validate_sorted_kernel.hpp) finds the same conflicts by sorting, and
 // validate_and_apply (fused_kernel.hpp) by a thread per pair. All decide each
 // row with row_check() and finish_row() below, so the codes cannot drift
@@ -319,7 +321,8 @@ struct ValidateFunctor {
   Kokkos::View<const std::int64_t*, memory_space> host_capacity;  // read only with a host tier
   RowBases row_bases;
   TransferShape shape;
-  int lanes = 1;  // the team's vector length (prepare())
+  int lanes = 1;          // the team's vector length (prepare())
+  int rows_per_team = 0;  // rows a team decides; >= C: one team (prepare())
 
   KOKKOS_INLINE_FUNCTION static std::size_t scratch_bytes(std::int64_t capacity) {
     return static_cast<std::size_t>(capacity) * sizeof(PeerKeys) + alignof(PeerKeys);
@@ -457,7 +460,23 @@ struct ValidateFunctor {
     auto* peers = static_cast<PeerKeys*>(
         team.team_scratch(0).get_shmem_aligned(c * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
     const LimitInputs in = limit_inputs();  // first used after the barrier
-    if (threads >= c) {
+    if (rows_per_team < c) {
+      // Several teams: team g decides rows [g R, g R + R), a thread each, and
+      // shares the keys of all C rows, which its threads' lanes load. Its
+      // warps then scan R rows' peers, not C rows', and the teams run on
+      // different SMs instead of C rows' warps taking turns on one.
+      const int begin = team.league_rank() * rows_per_team;
+      const int end = begin + rows_per_team < c ? begin + rows_per_team : c;
+      const int own = begin + t < end ? begin + t : end - 1;
+      const RowRecord q = load_row(own);  // in flight with the shared rows' loads
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, c),
+                           [&](const int o) { peers[o] = peer_keys<Features>(load_row(o)); });
+      team.team_barrier();
+      const ValidateLimits lim = limits(in);
+      if (begin + t < end) decide(team, own, q, lim, peers);
+      // A team of fewer threads than rows (hosts): the others loaded again.
+      for (int r = begin + t + threads; r < end; r += threads) decide(team, r, load_row(r), lim, peers);
+    } else if (threads >= c) {
       // prepare() asks for C threads; the guards keep a larger team's extra threads idle.
       const int r = t < c ? t : c - 1;
       const RowRecord q = load_row(r);
