@@ -785,6 +785,36 @@ TEST(TEST_CATEGORY, construction_apply_design) {
   }
 }
 
+// validate()'s teams at C <= 64: one team on hosts and up to 32 commands on
+// GPUs, teams of 8 rows above; STATEXFER_VALIDATE_ROWS_PER_TEAM picks the rows
+// per team on every backend and is checked like the other tuning variables.
+TEST(TEST_CATEGORY, construction_validate_teams) {
+  const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
+  for (const std::int64_t c : {32, 64}) {
+    CtorArgs s(c);
+    auto t = s.make();
+    t.prepare(Exec());
+    const std::string expected = host || c <= 32 ? "validate 1x" : "validate 8x8x";
+    EXPECT_EQ(t.launch_summary().rfind(expected, 0), 0u) << t.launch_summary();
+  }
+  {
+    const statexfer::test::ScopedEnv env("STATEXFER_VALIDATE_ROWS_PER_TEAM", "3");
+    CtorArgs s(64);
+    auto t = s.make();
+    t.prepare(Exec());
+    EXPECT_EQ(t.launch_summary().rfind("validate 22x", 0), 0u) << t.launch_summary();  // ceil(64 / 3) teams
+  }
+  for (const char* bad : {"0", "65", "-1", "eight"}) {
+    const statexfer::test::ScopedEnv env("STATEXFER_VALIDATE_ROWS_PER_TEAM", bad);
+    CtorArgs s(64);
+    auto t = s.make();
+    EXPECT_TRUE(
+        throws_naming<std::invalid_argument>([&] { t.prepare(Exec()); }, {"STATEXFER_VALIDATE_ROWS_PER_TEAM", bad}))
+        << bad;
+    EXPECT_FALSE(t.prepared());
+  }
+}
+
 // ------------------------------------------------------------------ moved-from transfers
 
 TEST(TEST_CATEGORY, construction_moved_from_transfer) {

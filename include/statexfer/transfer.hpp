@@ -138,7 +138,7 @@ class PreparedStateTransfer {
   /// Work items of one command row in apply()'s launch (row tiles, page tiles).
   std::int64_t work_items_per_command() const noexcept;
   /// The launch shapes prepare() chose, for logs and benchmark records, e.g.
-  /// "validate 1x64x4 (teams x threads x lanes), apply 8768x2048 flat (2 words a
+  /// "validate 8x8x16 (teams x threads x lanes), apply 8768x2048 flat (2 words a
   /// thread)" on GPUs (work items x threads of each), "apply 8768x1 (teams x
   /// threads)" with " (bulk copies)" when apply() runs as teams that use them, and
   /// ", validate_and_apply 8768x128" when that is one launch.
