@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include <statexfer/commands.hpp>
@@ -58,6 +59,18 @@ struct TransferData {
   /// instantiation validate() and validate_and_apply() launch.
   int validate_features() const {
     return (shape.host_rows > 0 ? feature_host_tier : 0) | (shape.has_trailing ? feature_trailing : 0);
+  }
+
+  /// Calls `launch(std::integral_constant<int, F>())` with F = validate_features(), a
+  /// compile-time value: validate() and validate_and_apply() pick their instantiation.
+  template <class Launch>
+  void with_features(Launch&& launch) const {
+    switch (validate_features()) {
+      case feature_all: return launch(std::integral_constant<int, feature_all>());
+      case feature_host_tier: return launch(std::integral_constant<int, feature_host_tier>());
+      case feature_trailing: return launch(std::integral_constant<int, feature_trailing>());
+      default: return launch(std::integral_constant<int, 0>());
+    }
   }
 
   /// `Features`: ValidateFunctor's instantiation (validate() passes the parts the transfer has).

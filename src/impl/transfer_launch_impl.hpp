@@ -36,12 +36,7 @@ void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec)
         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     Kokkos::parallel_for("statexfer::validate", policy, f);
   };
-  switch (d.validate_features()) {
-    case impl::feature_all: return launch(d.template validate_functor<impl::feature_all>());
-    case impl::feature_host_tier: return launch(d.template validate_functor<impl::feature_host_tier>());
-    case impl::feature_trailing: return launch(d.template validate_functor<impl::feature_trailing>());
-    default: return launch(d.template validate_functor<0>());
-  }
+  d.with_features([&](auto features) { launch(d.template validate_functor<decltype(features)::value>()); });
 }
 
 template <class ExecutionSpace>
@@ -96,12 +91,7 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSp
         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     Kokkos::parallel_for("statexfer::validate_and_apply", policy, f);
   };
-  switch (d.validate_features()) {
-    case impl::feature_all: return launch(d.template fused_functor<impl::feature_all>());
-    case impl::feature_host_tier: return launch(d.template fused_functor<impl::feature_host_tier>());
-    case impl::feature_trailing: return launch(d.template fused_functor<impl::feature_trailing>());
-    default: return launch(d.template fused_functor<0>());
-  }
+  d.with_features([&](auto features) { launch(d.template fused_functor<decltype(features)::value>()); });
 }
 
 template <class ExecutionSpace>
