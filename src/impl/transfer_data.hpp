@@ -45,7 +45,7 @@ struct TransferData {
   bool bulk = false;                        // prepare(): the device code has bulk copies (sm_90+ builds on Hopper+)
   int validate_team_size = 1;               // asked of the policy in prepare()
   int validate_vector_length = 1;
-  int validate_rows_per_team = 0;  // C > 64: unused; else rows a team decides (>= C: one team)
+  int validate_rows_per_team = INT32_MAX;  // rows a team decides, >= C: one team (C > 64: unused)
   int validate_league = 1;
   int apply_team_size = 1;
   int flat_words = 0;           // apply() as FlatApplyFunctor with this many words a thread (GPUs), 0: teams

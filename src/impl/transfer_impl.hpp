@@ -357,10 +357,9 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
           .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)))
           .team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
     };
-    const int max_lanes = rows < c ? validate_functor::policy_type::vector_length_max() : 4;
+    const int max_lanes = std::min(rows < c ? INT32_MAX : 4, validate_functor::policy_type::vector_length_max());
     int lanes = 1;
     while (!host && lanes * per_lane < c && (rows < c || c > 2 * per_lane) && 2 * lanes <= max_lanes &&
-           2 * lanes <= validate_functor::policy_type::vector_length_max() &&
            2 * lanes * rows <= validate_functor::max_threads && threads_max(2 * lanes) >= rows)
       lanes *= 2;
     d.validate_vector_length = lanes;

@@ -321,8 +321,8 @@ struct ValidateFunctor {
   Kokkos::View<const std::int64_t*, memory_space> host_capacity;  // read only with a host tier
   RowBases row_bases;
   TransferShape shape;
-  int lanes = 1;          // the team's vector length (prepare())
-  int rows_per_team = 0;  // rows a team decides; >= C: one team (prepare())
+  int lanes = 1;                  // the team's vector length (prepare())
+  int rows_per_team = INT32_MAX;  // rows a team decides; >= C: one team (prepare())
 
   KOKKOS_INLINE_FUNCTION static std::size_t scratch_bytes(std::int64_t capacity) {
     return static_cast<std::size_t>(capacity) * sizeof(PeerKeys) + alignof(PeerKeys);
@@ -417,7 +417,7 @@ struct ValidateFunctor {
     int bits = 0;
     bool lead = false;  // ran lane 0's share: writes the row's code and plan
     if (lanes == 1) {
-      // One lane (C <= 16, hosts): no reduction on the chain.
+      // One lane (hosts; GPUs' one team up to 16 rows): no reduction on the chain.
       lead = true;
       if (k.check) bits = scan(0);
     } else {
