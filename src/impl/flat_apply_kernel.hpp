@@ -31,7 +31,8 @@ inline std::int32_t flat_thread_shift(std::int64_t longest_item, int words) {
 /// Bytes [0, n) from src to dst (zeros when src is null) by thread t of the
 /// `threads` of one item: words t, t + threads, ... of the widest `Word` that
 /// dst and src share the alignment of, up to `Words` loads in flight before the
-/// stores, and one edge byte for each thread below the count of edge bytes.
+/// stores, and one edge byte for each thread below the count of edge bytes
+/// (fewer than 32: `threads` >= 32 covers them).
 template <class Word, int Words>
 KOKKOS_INLINE_FUNCTION void flat_move(std::uint8_t* KOKKOS_RESTRICT dst, const std::uint8_t* KOKKOS_RESTRICT src, int n,
                                       int t, int threads) {
@@ -53,6 +54,20 @@ KOKKOS_INLINE_FUNCTION void flat_move(std::uint8_t* KOKKOS_RESTRICT dst, const s
     const int b = t < head ? t : tail_begin + (t - head);
     dst[b] = src == nullptr ? std::uint8_t(0) : src[b];
   }
+}
+
+/// flat_move() in the widest word whose alignment dst and src share.
+template <int Words>
+KOKKOS_INLINE_FUNCTION void flat_move_widest(std::uint8_t* dst, const std::uint8_t* src, int n, int t, int threads) {
+  const auto shared = reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src);
+  if ((shared & 15) == 0)
+    flat_move<Word16, Words>(dst, src, n, t, threads);
+  else if ((shared & 7) == 0)
+    flat_move<std::uint64_t, Words>(dst, src, n, t, threads);
+  else if ((shared & 3) == 0)
+    flat_move<std::uint32_t, Words>(dst, src, n, t, threads);
+  else
+    flat_move<std::uint8_t, Words>(dst, src, n, t, threads);
 }
 
 /// Thread i of the grid: item w = i >> thread_shift of row w / items_per_row,
@@ -81,16 +96,7 @@ struct FlatApplyFunctor {
     const ItemMove m = item_move(p, error, item);
     // A thread at or past both the item's length and 32 has neither a word nor an edge byte.
     if (m.length == 0 || (t >= 32 && t >= m.length)) return;
-    const int n = static_cast<int>(m.length), threads = 1 << thread_shift;
-    const auto shared = reinterpret_cast<std::uintptr_t>(m.dst) ^ reinterpret_cast<std::uintptr_t>(m.src);
-    if ((shared & 15) == 0)
-      flat_move<Word16, Words>(m.dst, m.src, n, t, threads);
-    else if ((shared & 7) == 0)
-      flat_move<std::uint64_t, Words>(m.dst, m.src, n, t, threads);
-    else if ((shared & 3) == 0)
-      flat_move<std::uint32_t, Words>(m.dst, m.src, n, t, threads);
-    else
-      flat_move<std::uint8_t, Words>(m.dst, m.src, n, t, threads);
+    flat_move_widest<Words>(m.dst, m.src, static_cast<int>(m.length), t, 1 << thread_shift);
   }
 };
 

@@ -27,6 +27,12 @@ inline std::int64_t env_integer(const char* name, std::int64_t fallback, std::in
   return value;
 }
 
+// Whether the diagnostic `name` is set (a set value overrides the rules it tunes).
+inline bool env_is_set(const char* name) {
+  const char* text = std::getenv(name);
+  return text != nullptr && *text != '\0';
+}
+
 // Whether two handles name one execution space instance (one stream on CUDA).
 template <class ExecutionSpace>
 bool same_instance(const ExecutionSpace& a, const ExecutionSpace& b) {

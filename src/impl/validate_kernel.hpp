@@ -405,15 +405,7 @@ struct ValidateFunctor {
     const OwnKeys own = own_keys(q, k);
     const int count = static_cast<int>(lim.count);                  // 0 <= count <= C when k.check
     const bool narrow = shape.rows + shape.host_rows <= INT32_MAX;  // the same for every thread
-    const bool t_narrow =
-        narrow && (!own.t_active[0] || own.tpage[0] != INT32_MIN) && (!own.t_active[1] || own.tpage[1] != INT32_MIN);
-    const auto scan = [&](int lane) {
-      if (own.trailing)
-        return t_narrow ? scan_peers<true, true>(own, peers, r, count, lane, lanes)
-                        : scan_peers<true, false>(own, peers, r, count, lane, lanes);
-      return narrow ? scan_peers<false, true>(own, peers, r, count, lane, lanes)
-                    : scan_peers<false, false>(own, peers, r, count, lane, lanes);
-    };
+    const auto scan = [&](int lane) { return conflict_bits(own, peers, r, count, lane, lanes, narrow); };
     int bits = 0;
     bool lead = false;  // ran lane 0's share: writes the row's code and plan
     if (lanes == 1) {

@@ -88,9 +88,9 @@ KOKKOS_INLINE_FUNCTION int pair_conflicts(const OwnKeys& k, const PeerKeys& p) {
 /// compared, so that their shared-memory loads are in flight together instead
 /// of each pair waiting for its own; past count a group reloads its first peer
 /// and masks it out.
-template <bool Trailing, bool Narrow>
+template <bool Trailing, bool Narrow, int Group = 4>
 KOKKOS_INLINE_FUNCTION int scan_peers(const OwnKeys& k, const PeerKeys* peers, int r, int count, int first, int step) {
-  constexpr int group = 4;
+  constexpr int group = Group;
   int bits = 0;
   for (int o = first; o < count; o += group * step) {
     PeerKeys p[group];
@@ -102,6 +102,23 @@ KOKKOS_INLINE_FUNCTION int scan_peers(const OwnKeys& k, const PeerKeys* peers, i
     }
   }
   return bits;
+}
+
+/// scan_peers() in the instantiation a checked row's keys allow: the trailing
+/// compares only when a part of it is active, and 32-bit compares when
+/// `narrow` (every row key fits: rows + host rows <= INT32_MAX) and no active
+/// part has the entry INT32_MIN. `Group` peers' keys in flight at a time (their
+/// registers: fewer where a kernel holds other values across the scan).
+template <int Group = 4>
+KOKKOS_INLINE_FUNCTION int conflict_bits(const OwnKeys& k, const PeerKeys* peers, int r, int count, int first, int step,
+                                         bool narrow) {
+  const bool t_narrow =
+      narrow && (!k.t_active[0] || k.tpage[0] != INT32_MIN) && (!k.t_active[1] || k.tpage[1] != INT32_MIN);
+  if (k.trailing)
+    return t_narrow ? scan_peers<true, true, Group>(k, peers, r, count, first, step)
+                    : scan_peers<true, false, Group>(k, peers, r, count, first, step);
+  return narrow ? scan_peers<false, true, Group>(k, peers, r, count, first, step)
+                : scan_peers<false, false, Group>(k, peers, r, count, first, step);
 }
 
 }  // namespace statexfer::impl
