@@ -774,7 +774,9 @@ TEST(TEST_CATEGORY, construction_apply_design) {
     const statexfer::test::ScopedEnv env("STATEXFER_APPLY_WORDS", "0");
     auto t = s.make();
     t.prepare(Exec());
-    EXPECT_EQ(t.launch_summary().find(" flat "), std::string::npos) << t.launch_summary();
+    // apply()'s part of the summary (validate_and_apply's one launch may be a flat grid).
+    const std::string summary = t.launch_summary();
+    EXPECT_EQ(summary.substr(0, summary.find(", validate_and_apply")).find(" flat "), std::string::npos) << summary;
   }
   for (const char* bad : {"3", "5", "-1", "two"}) {
     const statexfer::test::ScopedEnv env("STATEXFER_APPLY_WORDS", bad);
@@ -783,6 +785,30 @@ TEST(TEST_CATEGORY, construction_apply_design) {
         << bad;
     EXPECT_FALSE(t.prepared());
   }
+}
+
+// validate_and_apply()'s design variables are checked like the other tuning
+// variables: a value out of range is refused by prepare(), naming it.
+TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
+  CtorArgs s;
+  const std::vector<std::pair<const char*, const char*>> bad = {{"STATEXFER_VALIDATE_AND_APPLY", "3"},
+                                                                {"STATEXFER_VALIDATE_AND_APPLY", "-1"},
+                                                                {"STATEXFER_FUSED_BLOCK", "16"},
+                                                                {"STATEXFER_FUSED_BLOCK", "1024"}};
+  for (const auto& [name, value] : bad) {
+    // The flat grid's variables are read when it is the design.
+    const statexfer::test::ScopedEnv design("STATEXFER_VALIDATE_AND_APPLY", "2"), env(name, value);
+    auto t = s.make();
+    EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { t.prepare(Exec()); }, {name, value})) << name << value;
+    EXPECT_FALSE(t.prepared());
+  }
+  const statexfer::test::ScopedEnv design("STATEXFER_VALIDATE_AND_APPLY", "2"), block("STATEXFER_FUSED_BLOCK", "64");
+  auto t = s.make();
+  t.prepare(Exec());
+  const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
+  // Blocks x threads: hosts a team of one per work item, GPUs 64 threads of 4 words per 4 KiB chunk.
+  const std::string expected = host ? "x1 flat (4 words a thread)" : "x64 flat (4 words a thread)";
+  EXPECT_NE(t.launch_summary().find(expected), std::string::npos) << t.launch_summary();
 }
 
 // validate()'s teams at C <= 64: one team on hosts and up to 32 commands on

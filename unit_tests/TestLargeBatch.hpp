@@ -42,6 +42,7 @@
 #include "common/case_factory.hpp"
 #include "common/reference.hpp"
 #include "common/reference_check.hpp"
+#include "common/scoped_env.hpp"
 #include "common/tool_counts.hpp"
 
 namespace {
@@ -528,24 +529,36 @@ TEST(TEST_CATEGORY, large_batch_validate_is_three_launches_without_allocation) {
 }
 
 // validate_and_apply() neither allocates nor fences either: one launch on GPUs up
-// to 64 commands, else validate()'s launches and apply()'s.
+// to 64 commands (on Kokkos 4 the flat grid up to 8, the teams above), else validate()'s
+// launches and apply()'s. STATEXFER_VALIDATE_AND_APPLY picks the design: 0 two
+// launches, 1 the teams (two launches on hosts, whose teams are of one
+// thread), 2 the flat grid (on hosts too); never above 64 commands.
 TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) {
   using namespace large_batch;
-  for (const std::int64_t C : {64, 4096}) {
-    SCOPED_TRACE("capacity " + std::to_string(C));
-    Rng rng(0x0e1a1ULL + static_cast<std::uint64_t>(C));
-    Shape shape{};
-    Case c = make_config(rng, C, /*trailing=*/true, 1, &shape);
-    fill_batch(rng, shape, c, Scenario::mixed);
-    Bound bound(c);
-    bound.run(c);
-    ToolCounts::count([&] { bound.transfer->validate_and_apply(); });
-    bound.transfer->execution_space_instance().fence();
-    const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
-    const int launches = device && C <= 64 ? 1 : C <= 64 ? 2 : 4;
-    EXPECT_EQ(ToolCounts::parallel_for, launches);
-    ToolCounts::expect_capturable();
-  }
+  const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
+  for (const char* design : {"", "0", "1", "2"})
+    for (const std::int64_t C : {8, 64, 4096}) {
+      SCOPED_TRACE("capacity " + std::to_string(C) + " STATEXFER_VALIDATE_AND_APPLY=" + design);
+      const statexfer::test::ScopedEnv env("STATEXFER_VALIDATE_AND_APPLY", design);
+      Rng rng(0x0e1a1ULL + static_cast<std::uint64_t>(C));
+      Shape shape{};
+      Case c = make_config(rng, C, /*trailing=*/true, 1, &shape);
+      fill_batch(rng, shape, c, Scenario::mixed);
+      Bound bound(c);
+      bound.run(c);
+      ToolCounts::count([&] { bound.transfer->validate_and_apply(); });
+      bound.transfer->execution_space_instance().fence();
+      const std::string d = design;
+      const bool one = C <= 64 && (d == "2" || (device && (d.empty() || d == "1")));
+      EXPECT_EQ(ToolCounts::parallel_for, one ? 1 : C <= 64 ? 2 : 4);
+      const std::string summary = bound.transfer->launch_summary();
+      const bool flat = C <= 64 && (d == "2" || (device && d.empty() && C <= 8 && KOKKOS_VERSION >= 40000));
+      EXPECT_EQ(summary.find(" validate_and_apply ") != std::string::npos, one) << summary;
+      EXPECT_EQ(summary.find(" flat (4 words a thread)", summary.find(" validate_and_apply ")) != std::string::npos,
+                one && flat)
+          << summary;
+      ToolCounts::expect_capturable();
+    }
 }
 
 // One transfer serves the instance prepare() bound it to: another instance is

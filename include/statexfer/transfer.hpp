@@ -122,10 +122,13 @@ class PreparedStateTransfer {
   void apply() const;
   void apply(const ExecutionSpace& exec) const;
   /// validate() then apply() for a single rank, with the same `errors`, plan,
-  /// pool and cache bytes. On GPUs up to 64 commands it is one kernel (each
-  /// team of apply decides its own row), which saves a dependent launch: most
-  /// of the time of a small batch. Elsewhere it enqueues the two. Tensor-
-  /// parallel ranks, which combine errors in between, call them separately.
+  /// pool and cache bytes. On GPUs it is one kernel up to 8 commands and 256
+  /// MiB (Kokkos 4: a flat grid whose blocks each decide their row, loading
+  /// the bytes to copy while they do) and otherwise up to 64 while apply's
+  /// teams are about one wave (each team decides its own row), which saves a
+  /// dependent launch: most of the time of a small batch. Elsewhere it
+  /// enqueues the two. Tensor-parallel ranks, which combine errors in
+  /// between, call them separately.
   void validate_and_apply() const;
   void validate_and_apply(const ExecutionSpace& exec) const;
   /// The instance prepare() bound the transfer to (std::logic_error before prepare()).
@@ -141,7 +144,9 @@ class PreparedStateTransfer {
   /// "validate 8x8x16 (teams x threads x lanes), apply 8768x2048 flat (2 words a
   /// thread)" on GPUs (work items x threads of each), "apply 8768x1 (teams x
   /// threads)" with " (bulk copies)" when apply() runs as teams that use them, and
-  /// ", validate_and_apply 8768x128" when that is one launch.
+  /// ", validate_and_apply 8768x128" when that is one launch as teams, or
+  /// ", validate_and_apply 6360x128 flat (4 words a thread)" as the flat grid
+  /// (blocks x threads).
   std::string launch_summary() const;
 
  private:

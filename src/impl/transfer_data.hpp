@@ -18,6 +18,7 @@
 #include "apply_kernel.hpp"
 #include "device_types.hpp"
 #include "flat_apply_kernel.hpp"
+#include "fused_flat_kernel.hpp"
 #include "fused_kernel.hpp"
 #include "validate_kernel.hpp"
 #include "validate_sorted_kernel.hpp"
@@ -51,7 +52,12 @@ struct TransferData {
   int flat_words = 0;           // apply() as FlatApplyFunctor with this many words a thread (GPUs), 0: teams
   std::int32_t flat_shift = 5;  // log2 of the flat grid's threads per work item
   std::int64_t longest_item = 0;
-  int fused_team_size = 0;  // validate_and_apply() in one launch (GPUs, C <= 64), else 0
+  int fused_team_size = 0;  // validate_and_apply() in one launch as FusedFunctor's teams, else 0
+  // validate_and_apply() as FusedFlatFunctor (fused_words > 0): its team, words, chunks.
+  int fused_words = 0;
+  int fused_flat_team = 1;
+  std::int32_t fused_chunk_shift = 0;
+  std::int32_t fused_chunk_bytes = 0;
   bool prepared = false;
   ExecutionSpace exec;  // the instance prepare() bound the transfer to
 
@@ -103,6 +109,19 @@ struct TransferData {
   template <int Features = feature_all>
   FusedFunctor<ExecutionSpace, Features> fused_functor() const {
     return FusedFunctor<ExecutionSpace, Features>{validate_functor<Features>(), apply_functor()};
+  }
+
+  template <int Features, int Words>
+  FusedFlatFunctor<ExecutionSpace, Features, Words> fused_flat_functor() const {
+    FusedFlatFunctor<ExecutionSpace, Features, Words> f;
+    f.validate = validate_functor<Features>();
+    f.items = items;
+    f.items_per_row = shape.work_items;
+    f.chunk_shift = fused_chunk_shift;
+    f.chunk_bytes = fused_chunk_bytes;
+    // The guessed words' tail bytes need a thread each (16 and more: GPUs).
+    f.guess = fused_flat_team >= 16 && fused_chunk_bytes <= fused_flat_team * Words * 16 ? 1 : 0;
+    return f;
   }
 
   template <int Words>

@@ -367,24 +367,63 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
     d.validate_league = (c + rows - 1) / rows;
     d.validate_team_size = host ? 1 : std::max(1, std::min<int>(threads_max(lanes), rows));
   }
-  // validate_and_apply() in one launch on GPUs up to 64 commands; on hosts each
-  // team would repeat the loads of every row on the CPU, so it is two launches there.
+  // validate_and_apply() in one launch on GPUs up to 64 commands (on hosts
+  // every team or block would repeat the loads of every row on the CPU: two
+  // launches). Up to 8 commands (Kokkos 4) the flat grid's blocks decide their
+  // rows (FusedFlatFunctor), else the teams do (FusedFunctor) while their league is
+  // about one wave of the device's threads. STATEXFER_VALIDATE_AND_APPLY (0 two
+  // launches, 1 the teams, 2 the flat grid) overrides the rule, for tuning and tests.
   d.fused_team_size = 0;
-  if (!host && !impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
+  d.fused_words = 0;
+  const bool sorted = impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity);
+  // The flat grid saves validate()'s launch (about 3 µs on an H200) but its
+  // blocks' decisions cost 1-3% of the copy: by default up to 256 MiB a batch,
+  // and on Kokkos 4 only (on Kokkos 3.4 it was 10-15% slower than two launches
+  // on rows of tens of MiB; perf_tests/RESULTS.md).
+  constexpr bool flat_default = KOKKOS_VERSION >= 40000;
+  const bool flat_fits = d.shape.capacity <= 8 && d.shape.capacity * d.shape.row_bytes <= (std::int64_t(256) << 20);
+  const int fallback = host || sorted ? 0 : flat_default && flat_fits ? 2 : 1;
+  const int design = static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_AND_APPLY", fallback, 0, 2));
+  if (design == 1 && !sorted) {
     using fused_functor = impl::FusedFunctor<ExecutionSpace>;
     const auto fprobe =
         typename fused_functor::policy_type(exec, 1, 1)
             .set_scratch_size(0, Kokkos::PerTeam(fused_functor::scratch_bytes(d.shape.capacity, d.bulk)));
     const int fmax = fprobe.team_size_max(d.fused_functor(), Kokkos::ParallelForTag());
-    // A thread per command row in the load phase.
+    // A thread per command row in the load phase (hosts' teams of one have too few: two launches).
     if (fmax >= d.shape.capacity)
       d.fused_team_size = std::max<int>(static_cast<int>(d.shape.capacity), std::min(fmax, d.apply_team_size));
     // Every team validates its row again: worth saving a launch only while the
     // league is about one wave of the device's threads; past that every wave
     // pays the validation again and two launches are faster (RESULTS.md).
-    if (d.fused_team_size > 0 &&
+    if (d.fused_team_size > 0 && !impl::env_is_set("STATEXFER_VALIDATE_AND_APPLY") &&
         d.shape.capacity * d.shape.work_items > std::int64_t(exec.concurrency()) / d.fused_team_size)
       d.fused_team_size = 0;
+  } else if (design == 2 && !sorted) {
+    // Blocks of STATEXFER_FUSED_BLOCK threads (default 128; 256 was level,
+    // 512 slower) moving 4 16-byte words each of a chunk (2 were 20-40%
+    // slower on rows of tens of MiB: fewer bytes in flight); hosts: a team of
+    // one per work item.
+    using flat_functor = impl::FusedFlatFunctor<ExecutionSpace>;
+    const int words = 4;
+    const int asked = static_cast<int>(impl::env_integer("STATEXFER_FUSED_BLOCK", 128, 32, 512));
+    const int block =
+        host ? 1
+             : std::min(asked, typename flat_functor::policy_type(exec, 1, 1)
+                                   .set_scratch_size(0, Kokkos::PerTeam(flat_functor::scratch_bytes(d.shape.capacity)))
+                                   .team_size_max(d.template fused_flat_functor<impl::feature_all, 4>(),
+                                                  Kokkos::ParallelForTag()));
+    const std::int64_t chunk = host ? (d.longest_item + 15) / 16 * 16 : std::int64_t(block) * words * 16;
+    std::int32_t shift = 0;
+    while ((chunk << shift) < d.longest_item) ++shift;
+    // A GPU block needs a thread per edge byte of its chunk (fewer than 32).
+    if ((host || block >= 32) &&
+        d.shape.capacity * d.shape.work_items <= (std::numeric_limits<std::int32_t>::max() >> shift)) {
+      d.fused_words = words;
+      d.fused_flat_team = block;
+      d.fused_chunk_shift = shift;
+      d.fused_chunk_bytes = static_cast<std::int32_t>(chunk);
+    }
   }
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
   d.exec = exec;

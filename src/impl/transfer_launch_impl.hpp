@@ -78,6 +78,19 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply() const {
 template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSpace& exec) const {
   const auto& d = ready("validate_and_apply", &exec);
+  if (d.fused_words > 0) {
+    auto launch = [&](auto f) {
+      using functor = decltype(f);
+      auto policy = Kokkos::Experimental::require(
+          typename functor::policy_type(exec, (d.shape.capacity * d.shape.work_items) << d.fused_chunk_shift,
+                                        d.fused_flat_team)
+              .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
+          Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+      Kokkos::parallel_for("statexfer::validate_and_apply", policy, f);
+    };
+    d.with_features([&](auto features) { launch(d.template fused_flat_functor<decltype(features)::value, 4>()); });
+    return;
+  }
   if (d.fused_team_size == 0) {
     validate(exec);
     apply(exec);
@@ -113,10 +126,14 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
                                 ? items + "x" + std::to_string(1 << d.flat_shift) + " flat (" +
                                       std::to_string(d.flat_words) + " words a thread)"
                                 : items + "x" + std::to_string(d.apply_team_size) + (d.bulk ? " (bulk copies)" : "");
-  return validate + ", apply " + apply +
-         (d.fused_team_size > 0 ? ", validate_and_apply " + std::to_string(d.shape.capacity * d.shape.work_items) +
-                                      "x" + std::to_string(d.fused_team_size)
-                                : "");
+  // validate_and_apply in one launch: blocks x threads of the flat grid, or teams x threads.
+  std::string fused;
+  if (d.fused_words > 0)
+    fused = ", validate_and_apply " + std::to_string((d.shape.capacity * d.shape.work_items) << d.fused_chunk_shift) +
+            "x" + std::to_string(d.fused_flat_team) + " flat (" + std::to_string(d.fused_words) + " words a thread)";
+  else if (d.fused_team_size > 0)
+    fused = ", validate_and_apply " + items + "x" + std::to_string(d.fused_team_size);
+  return validate + ", apply " + apply + fused;
 }
 
 }  // namespace statexfer
