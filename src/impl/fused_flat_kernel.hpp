@@ -43,6 +43,7 @@ struct FusedFlatFunctor {
   using policy_type =
       Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<max_block_threads, Features == feature_all ? 1 : 2>>;
   using member_type = typename policy_type::member_type;
+  static constexpr int words_per_thread = Words;
 
   ValidateFunctor<ExecutionSpace, Features> validate;
   Kokkos::View<const WorkItem*, typename ExecutionSpace::memory_space> items;

@@ -53,8 +53,8 @@ struct TransferData {
   std::int32_t flat_shift = 5;  // log2 of the flat grid's threads per work item
   std::int64_t longest_item = 0;
   int fused_team_size = 0;  // validate_and_apply() in one launch as FusedFunctor's teams, else 0
-  // validate_and_apply() as FusedFlatFunctor (fused_words > 0): its team, words, chunks.
-  int fused_words = 0;
+  // validate_and_apply() as FusedFlatFunctor (fused_flat): its team and chunks.
+  bool fused_flat = false;
   int fused_flat_team = 1;
   std::int32_t fused_chunk_shift = 0;
   std::int32_t fused_chunk_bytes = 0;
@@ -111,16 +111,16 @@ struct TransferData {
     return FusedFunctor<ExecutionSpace, Features>{validate_functor<Features>(), apply_functor()};
   }
 
-  template <int Features, int Words>
-  FusedFlatFunctor<ExecutionSpace, Features, Words> fused_flat_functor() const {
-    FusedFlatFunctor<ExecutionSpace, Features, Words> f;
+  template <int Features>
+  FusedFlatFunctor<ExecutionSpace, Features> fused_flat_functor() const {
+    FusedFlatFunctor<ExecutionSpace, Features> f;
     f.validate = validate_functor<Features>();
     f.items = items;
     f.items_per_row = shape.work_items;
     f.chunk_shift = fused_chunk_shift;
     f.chunk_bytes = fused_chunk_bytes;
     // The guessed words' tail bytes need a thread each (16 and more: GPUs).
-    f.guess = fused_flat_team >= 16 && fused_chunk_bytes <= fused_flat_team * Words * 16 ? 1 : 0;
+    f.guess = fused_flat_team >= 16 && fused_chunk_bytes <= fused_flat_team * f.words_per_thread * 16 ? 1 : 0;
     return f;
   }
 

@@ -374,7 +374,7 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   // about one wave of the device's threads. STATEXFER_VALIDATE_AND_APPLY (0 two
   // launches, 1 the teams, 2 the flat grid) overrides the rule, for tuning and tests.
   d.fused_team_size = 0;
-  d.fused_words = 0;
+  d.fused_flat = false;
   const bool sorted = impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity);
   // The flat grid saves validate()'s launch (about 3 µs on an H200) but its
   // blocks' decisions cost 1-3% of the copy: by default up to 256 MiB a batch,
@@ -405,21 +405,21 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
     // slower on rows of tens of MiB: fewer bytes in flight); hosts: a team of
     // one per work item.
     using flat_functor = impl::FusedFlatFunctor<ExecutionSpace>;
-    const int words = 4;
     const int asked = static_cast<int>(impl::env_integer("STATEXFER_FUSED_BLOCK", 128, 32, 512));
     const int block =
         host ? 1
              : std::min(asked, typename flat_functor::policy_type(exec, 1, 1)
                                    .set_scratch_size(0, Kokkos::PerTeam(flat_functor::scratch_bytes(d.shape.capacity)))
-                                   .team_size_max(d.template fused_flat_functor<impl::feature_all, 4>(),
+                                   .team_size_max(d.template fused_flat_functor<impl::feature_all>(),
                                                   Kokkos::ParallelForTag()));
-    const std::int64_t chunk = host ? (d.longest_item + 15) / 16 * 16 : std::int64_t(block) * words * 16;
+    const std::int64_t chunk =
+        host ? (d.longest_item + 15) / 16 * 16 : std::int64_t(block) * flat_functor::words_per_thread * 16;
     std::int32_t shift = 0;
     while ((chunk << shift) < d.longest_item) ++shift;
     // A GPU block needs a thread per edge byte of its chunk (fewer than 32).
     if ((host || block >= 32) &&
         d.shape.capacity * d.shape.work_items <= (std::numeric_limits<std::int32_t>::max() >> shift)) {
-      d.fused_words = words;
+      d.fused_flat = true;
       d.fused_flat_team = block;
       d.fused_chunk_shift = shift;
       d.fused_chunk_bytes = static_cast<std::int32_t>(chunk);

@@ -78,33 +78,31 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply() const {
 template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSpace& exec) const {
   const auto& d = ready("validate_and_apply", &exec);
-  if (d.fused_words > 0) {
-    auto launch = [&](auto f) {
-      using functor = decltype(f);
-      auto policy = Kokkos::Experimental::require(
-          typename functor::policy_type(exec, (d.shape.capacity * d.shape.work_items) << d.fused_chunk_shift,
-                                        d.fused_flat_team)
-              .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
-          Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-      Kokkos::parallel_for("statexfer::validate_and_apply", policy, f);
-    };
-    d.with_features([&](auto features) { launch(d.template fused_flat_functor<decltype(features)::value, 4>()); });
-    return;
-  }
-  if (d.fused_team_size == 0) {
+  if (!d.fused_flat && d.fused_team_size == 0) {
     validate(exec);
     apply(exec);
     return;
   }
-  auto launch = [&](auto f) {
-    using functor = decltype(f);
+  // One launch: blocks of the flat grid, or apply's teams, each deciding its row.
+  auto launch = [&](auto f, std::int64_t league, int team, std::size_t scratch) {
     auto policy = Kokkos::Experimental::require(
-        typename functor::policy_type(exec, d.shape.capacity * d.shape.work_items, d.fused_team_size)
-            .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity, d.bulk))),
+        typename decltype(f)::policy_type(exec, league, team).set_scratch_size(0, Kokkos::PerTeam(scratch)),
         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     Kokkos::parallel_for("statexfer::validate_and_apply", policy, f);
   };
-  d.with_features([&](auto features) { launch(d.template fused_functor<decltype(features)::value>()); });
+  const std::int64_t items = d.shape.capacity * d.shape.work_items;
+  d.with_features([&](auto features) {
+    constexpr int features_v = decltype(features)::value;
+    if (d.fused_flat) {
+      using functor = impl::FusedFlatFunctor<ExecutionSpace, features_v>;
+      launch(d.template fused_flat_functor<features_v>(), items << d.fused_chunk_shift, d.fused_flat_team,
+             functor::scratch_bytes(d.shape.capacity));
+    } else {
+      using functor = impl::FusedFunctor<ExecutionSpace, features_v>;
+      launch(d.template fused_functor<features_v>(), items, d.fused_team_size,
+             functor::scratch_bytes(d.shape.capacity, d.bulk));
+    }
+  });
 }
 
 template <class ExecutionSpace>
@@ -128,9 +126,10 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
                                 : items + "x" + std::to_string(d.apply_team_size) + (d.bulk ? " (bulk copies)" : "");
   // validate_and_apply in one launch: blocks x threads of the flat grid, or teams x threads.
   std::string fused;
-  if (d.fused_words > 0)
+  if (d.fused_flat)
     fused = ", validate_and_apply " + std::to_string((d.shape.capacity * d.shape.work_items) << d.fused_chunk_shift) +
-            "x" + std::to_string(d.fused_flat_team) + " flat (" + std::to_string(d.fused_words) + " words a thread)";
+            "x" + std::to_string(d.fused_flat_team) + " flat (" +
+            std::to_string(impl::FusedFlatFunctor<ExecutionSpace>::words_per_thread) + " words a thread)";
   else if (d.fused_team_size > 0)
     fused = ", validate_and_apply " + items + "x" + std::to_string(d.fused_team_size);
   return validate + ", apply " + apply + fused;
