@@ -791,10 +791,9 @@ TEST(TEST_CATEGORY, construction_apply_design) {
 // variables: a value out of range is refused by prepare(), naming it.
 TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
   CtorArgs s;
-  const std::vector<std::pair<const char*, const char*>> bad = {{"STATEXFER_VALIDATE_AND_APPLY", "3"},
-                                                                {"STATEXFER_VALIDATE_AND_APPLY", "-1"},
-                                                                {"STATEXFER_FUSED_BLOCK", "16"},
-                                                                {"STATEXFER_FUSED_BLOCK", "1024"}};
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"STATEXFER_VALIDATE_AND_APPLY", "3"}, {"STATEXFER_VALIDATE_AND_APPLY", "-1"}, {"STATEXFER_FUSED_BLOCK", "16"},
+      {"STATEXFER_FUSED_BLOCK", "1024"},     {"STATEXFER_FUSED_ROUNDS", "0"},        {"STATEXFER_FUSED_ROUNDS", "65"}};
   for (const auto& [name, value] : bad) {
     // The flat grid's variables are read when it is the design.
     const statexfer::test::ScopedEnv design("STATEXFER_VALIDATE_AND_APPLY", "2"), env(name, value);
@@ -809,6 +808,12 @@ TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
   // Blocks x threads: hosts a team of one per work item, GPUs 64 threads of 4 words per 4 KiB chunk.
   const std::string expected = host ? "x1 flat (4 words a thread)" : "x64 flat (4 words a thread)";
   EXPECT_NE(t.launch_summary().find(expected), std::string::npos) << t.launch_summary();
+  // Rounds a block on GPUs (hosts move a whole work item a block).
+  const statexfer::test::ScopedEnv rounds("STATEXFER_FUSED_ROUNDS", "2");
+  auto u = s.make();
+  u.prepare(Exec());
+  const std::string with_rounds = host ? "x1 flat (4 words a thread)" : "x64 flat (4 words a thread, 2 rounds a block)";
+  EXPECT_NE(u.launch_summary().find(with_rounds), std::string::npos) << u.launch_summary();
 }
 
 // validate()'s teams at C <= 64: one team on hosts and up to 32 commands on

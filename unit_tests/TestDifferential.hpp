@@ -466,22 +466,28 @@ TEST(TEST_CATEGORY, differential_apply_designs) {
 // validate_and_apply()'s designs on every backend (STATEXFER_VALIDATE_AND_APPLY):
 // two launches, the teams (two launches on hosts) and the flat grid whose
 // blocks decide their rows, in blocks of 32 to 512 threads on GPUs (hosts: a
-// team of one per work item). On GPUs its blocks load the words an operation 0
-// row would copy before the code is known: sources that share 16-byte
-// alignment with the destination and those that do not, rows of every code.
-// Odd batches go through validate_and_apply().
+// team of one per work item), moving one chunk of their item or several
+// (STATEXFER_FUSED_ROUNDS, GPUs; 3 leaves a block per item past its end). On
+// GPUs its blocks load the words an operation 0 row would copy before the code
+// is known: sources that share 16-byte alignment with the destination and
+// those that do not, rows of every code. Odd batches go through validate_and_apply().
 TEST(TEST_CATEGORY, differential_validate_and_apply_designs) {
-  const std::vector<std::pair<const char*, const char*>> designs = {
-      {"0", "128"}, {"1", "128"}, {"2", "32"}, {"2", "128"}, {"2", "512"}};
-  for (const auto& [design, block] : designs) {
-    const statexfer::test::ScopedEnv d("STATEXFER_VALIDATE_AND_APPLY", design), b("STATEXFER_FUSED_BLOCK", block);
-    const std::string label = std::string("STATEXFER_VALIDATE_AND_APPLY=") + design + " STATEXFER_FUSED_BLOCK=" + block;
+  struct Design {
+    const char *design, *block, *rounds;
+  };
+  const std::vector<Design> designs = {{"0", "128", "1"}, {"1", "128", "1"}, {"2", "32", "1"}, {"2", "128", "1"},
+                                       {"2", "512", "1"}, {"2", "128", "2"}, {"2", "32", "3"}};
+  for (const auto& [design, block, rounds] : designs) {
+    const statexfer::test::ScopedEnv d("STATEXFER_VALIDATE_AND_APPLY", design), b("STATEXFER_FUSED_BLOCK", block),
+        r("STATEXFER_FUSED_ROUNDS", rounds);
+    const std::string label = std::string("STATEXFER_VALIDATE_AND_APPLY=") + design +
+                              " STATEXFER_FUSED_BLOCK=" + block + " STATEXFER_FUSED_ROUNDS=" + rounds;
     const differential::Stats stats = differential::random_batches(24, 16);
     EXPECT_EQ(stats.mismatches, 0) << label;
     EXPECT_GT(stats.codes[4], 50) << label;
     EXPECT_TRUE(stats.full_64) << label;
     const differential::LargeRowRun run =
-        differential::large_row_batches(std::string("fused_d") + design + "_b" + block + "_");
+        differential::large_row_batches(std::string("fused_d") + design + "_b" + block + "_r" + rounds + "_");
     EXPECT_EQ(run.mismatches, 0) << label;
     EXPECT_GE(run.copies, 40) << label;
   }

@@ -146,7 +146,7 @@ class PreparedStateTransfer {
   /// threads)" with " (bulk copies)" when apply() runs as teams that use them, and
   /// ", validate_and_apply 8768x128" when that is one launch as teams, or
   /// ", validate_and_apply 6360x128 flat (4 words a thread)" as the flat grid
-  /// (blocks x threads).
+  /// (blocks x threads; ", 2 rounds a block" when each block moves two chunks).
   std::string launch_summary() const;
 
  private:

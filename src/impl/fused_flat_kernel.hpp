@@ -13,7 +13,8 @@
 // what they guessed, and copy as the flat apply does otherwise. A bad command
 // still writes nothing (a load is not a write, and a guess reads only inside
 // the pool's rows); the copy's loads are in flight during the validation's,
-// and the many short blocks overlap one another's decisions. This is for few
+// and the many short blocks overlap one another's decisions (a block moves
+// further chunks after its decision when prepare() asks: `rounds`). This is for few
 // commands of large rows, where validate()'s launch ahead of apply() is most
 // of what separates two launches from a copy.
 
@@ -49,7 +50,8 @@ struct FusedFlatFunctor {
   Kokkos::View<const WorkItem*, typename ExecutionSpace::memory_space> items;
   std::int32_t items_per_row = 1;
   std::int32_t chunk_shift = 0;  // log2 of the blocks a work item has
-  std::int32_t chunk_bytes = 0;  // bytes of its item a block moves (a multiple of 16)
+  std::int32_t chunk_bytes = 0;  // bytes of its item a block moves in a round (a multiple of 16)
+  std::int32_t rounds = 1;       // a block's rounds: the first guessed, the others after its decision
   std::int32_t guess = 0;        // load the guessed words first: one round covers a chunk (GPUs)
 
   using limit_inputs_type = typename ValidateFunctor<ExecutionSpace, Features>::LimitInputs;
@@ -83,7 +85,7 @@ struct FusedFlatFunctor {
     const std::int32_t chunk = b - (w << chunk_shift);
     const std::int32_t r = w / items_per_row;
     const std::int32_t item_index = w - r * items_per_row;
-    const std::int32_t offset = chunk * chunk_bytes;  // < an item's length, < 2^31
+    const std::int32_t offset = chunk * chunk_bytes * rounds;  // < an item's length, < 2^31
 
     // One round of independent loads: what the guess needs of the item and
     // the command, the limits and the rows' records. Registers are what the
@@ -141,7 +143,7 @@ struct FusedFlatFunctor {
     std::uint8_t* dst = m.dst + offset;
     const std::uint8_t* src = m.src == nullptr ? nullptr : m.src + offset;
     if constexpr (std::is_same_v<typename ExecutionSpace::memory_space, Kokkos::HostSpace>) {
-      if (threads == 1) {  // hosts' teams of one (STATEXFER_VALIDATE_AND_APPLY=2 there)
+      if (threads == 1) {  // hosts' teams of one (STATEXFER_VALIDATE_AND_APPLY=2 there): one round
         if (src == nullptr)
           std::memset(dst, 0, static_cast<std::size_t>(n));
         else
@@ -158,6 +160,13 @@ struct FusedFlatFunctor {
       if (t < (n & 15)) dst[(words << 4) + t] = src[(words << 4) + t];
     } else {
       flat_move_widest<Words>(dst, src, n, t, threads);  // 32 threads and more (prepare())
+    }
+    // The block's other rounds: one decision for all of them.
+    for (int i = 1; i < rounds; ++i) {
+      const std::int64_t at = offset + std::int64_t(i) * chunk_bytes;
+      if (at >= m.length) return;
+      const int len = static_cast<int>(m.length - at < chunk_bytes ? m.length - at : chunk_bytes);
+      flat_move_widest<Words>(m.dst + at, m.src == nullptr ? nullptr : m.src + at, len, t, threads);
     }
   }
 };

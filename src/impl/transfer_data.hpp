@@ -58,6 +58,7 @@ struct TransferData {
   int fused_flat_team = 1;
   std::int32_t fused_chunk_shift = 0;
   std::int32_t fused_chunk_bytes = 0;
+  std::int32_t fused_rounds = 1;
   bool prepared = false;
   ExecutionSpace exec;  // the instance prepare() bound the transfer to
 
@@ -119,6 +120,7 @@ struct TransferData {
     f.items_per_row = shape.work_items;
     f.chunk_shift = fused_chunk_shift;
     f.chunk_bytes = fused_chunk_bytes;
+    f.rounds = fused_rounds;
     // The guessed words' tail bytes need a thread each (16 and more: GPUs).
     f.guess = fused_flat_team >= 16 && fused_chunk_bytes <= fused_flat_team * f.words_per_thread * 16 ? 1 : 0;
     return f;

@@ -414,8 +414,24 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
                                                   Kokkos::ParallelForTag()));
     const std::int64_t chunk =
         host ? (d.longest_item + 15) / 16 * 16 : std::int64_t(block) * flat_functor::words_per_thread * 16;
-    std::int32_t shift = 0;
-    while ((chunk << shift) < d.longest_item) ++shift;
+    const auto chunk_shift = [&](int rounds) {
+      std::int32_t shift = 0;
+      while ((chunk * rounds << shift) < d.longest_item) ++shift;
+      return shift;
+    };
+    // Chunks a block moves, its decision's first and then the others
+    // (STATEXFER_FUSED_ROUNDS). A grid of one round a block that is one to two
+    // waves of resident blocks leaves most SMs idle in its second: there two
+    // rounds a block make it one wave (jamba-v0.1 C = 1: 8.3 to 7.0 µs on the
+    // H200, RESULTS.md); longer grids gained nothing from more rounds. The
+    // launch bounds hold 1024 threads an SM, half of the device's concurrency.
+    const std::int64_t blocks = d.shape.capacity * d.shape.work_items << chunk_shift(1);
+    const std::int64_t resident = std::int64_t(exec.concurrency()) / 2 / block;
+    // Read on hosts too (a value out of range is refused everywhere); they move an item a block.
+    const auto asked_rounds = static_cast<int>(
+        impl::env_integer("STATEXFER_FUSED_ROUNDS", blocks > resident && blocks <= 2 * resident ? 2 : 1, 1, 64));
+    const int rounds = host ? 1 : asked_rounds;
+    const std::int32_t shift = chunk_shift(rounds);
     // A GPU block needs a thread per edge byte of its chunk (fewer than 32).
     if ((host || block >= 32) &&
         d.shape.capacity * d.shape.work_items <= (std::numeric_limits<std::int32_t>::max() >> shift)) {
@@ -423,6 +439,7 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
       d.fused_flat_team = block;
       d.fused_chunk_shift = shift;
       d.fused_chunk_bytes = static_cast<std::int32_t>(chunk);
+      d.fused_rounds = rounds;
     }
   }
   // First launches with an empty batch: validate writes zeros, apply writes nothing.

@@ -129,7 +129,8 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   if (d.fused_flat)
     fused = ", validate_and_apply " + std::to_string((d.shape.capacity * d.shape.work_items) << d.fused_chunk_shift) +
             "x" + std::to_string(d.fused_flat_team) + " flat (" +
-            std::to_string(impl::FusedFlatFunctor<ExecutionSpace>::words_per_thread) + " words a thread)";
+            std::to_string(impl::FusedFlatFunctor<ExecutionSpace>::words_per_thread) + " words a thread" +
+            (d.fused_rounds > 1 ? ", " + std::to_string(d.fused_rounds) + " rounds a block)" : ")");
   else if (d.fused_team_size > 0)
     fused = ", validate_and_apply " + items + "x" + std::to_string(d.fused_team_size);
   return validate + ", apply " + apply + fused;
