@@ -14,9 +14,9 @@
 // still writes nothing (a load is not a write, and a guess reads only inside
 // the pool's rows); the copy's loads are in flight during the validation's,
 // and the many short blocks overlap one another's decisions (a block moves
-// further chunks after its decision when prepare() asks: `rounds`). This is for few
-// commands of large rows, where validate()'s launch ahead of apply() is most
-// of what separates two launches from a copy.
+// further chunks after its decision when prepare() asks: `rounds`). This is
+// for few commands of large rows, where validate()'s launch ahead of apply()
+// is most of what separates two launches from a copy.
 
 #include <Kokkos_Core.hpp>
 
