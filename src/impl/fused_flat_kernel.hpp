@@ -85,7 +85,8 @@ struct FusedFlatFunctor {
     const std::int32_t chunk = b - (w << chunk_shift);
     const std::int32_t r = w / items_per_row;
     const std::int32_t item_index = w - r * items_per_row;
-    const std::int32_t offset = chunk * chunk_bytes * rounds;  // < an item's length, < 2^31
+    // Below twice the longest item (at most 2^30 bytes, a tile); past its item's end a block moves nothing.
+    const std::int32_t offset = chunk * chunk_bytes * rounds;
 
     // One round of independent loads: what the guess needs of the item and
     // the command, the limits and the rows' records. Registers are what the
@@ -138,35 +139,33 @@ struct FusedFlatFunctor {
     }
     team.team_barrier();
     const ItemMove m = shared->move;
-    if (offset >= m.length) return;
-    const int n = static_cast<int>(m.length - offset < chunk_bytes ? m.length - offset : chunk_bytes);
-    std::uint8_t* dst = m.dst + offset;
-    const std::uint8_t* src = m.src == nullptr ? nullptr : m.src + offset;
-    if constexpr (std::is_same_v<typename ExecutionSpace::memory_space, Kokkos::HostSpace>) {
-      if (threads == 1) {  // hosts' teams of one (STATEXFER_VALIDATE_AND_APPLY=2 there): one round
-        if (src == nullptr)
-          std::memset(dst, 0, static_cast<std::size_t>(n));
-        else
-          std::memcpy(dst, src, static_cast<std::size_t>(n));
-        return;
-      }
-    }
-    if (guessed != nullptr && src == guessed && (reinterpret_cast<std::uintptr_t>(dst) & 15) == 0) {
-      // The words this thread holds: one round covers the chunk (prepare()).
-      const int words = n >> 4;
-      Word16* KOKKOS_RESTRICT d = reinterpret_cast<Word16*>(dst);
-      for (int j = 0; j < Words; ++j)
-        if (t + j * threads < words) d[t + j * threads] = v[j];
-      if (t < (n & 15)) dst[(words << 4) + t] = src[(words << 4) + t];
-    } else {
-      flat_move_widest<Words>(dst, src, n, t, threads);  // 32 threads and more (prepare())
-    }
-    // The block's other rounds: one decision for all of them.
-    for (int i = 1; i < rounds; ++i) {
-      const std::int64_t at = offset + std::int64_t(i) * chunk_bytes;
+    // The block's rounds, one decision for all of them: the first stores the
+    // words this thread holds when the move reads what it guessed.
+    for (int round = 0; round < rounds; ++round) {
+      const std::int64_t at = offset + std::int64_t(round) * chunk_bytes;
       if (at >= m.length) return;
-      const int len = static_cast<int>(m.length - at < chunk_bytes ? m.length - at : chunk_bytes);
-      flat_move_widest<Words>(m.dst + at, m.src == nullptr ? nullptr : m.src + at, len, t, threads);
+      const int n = static_cast<int>(m.length - at < chunk_bytes ? m.length - at : chunk_bytes);
+      std::uint8_t* dst = m.dst + at;
+      const std::uint8_t* src = m.src == nullptr ? nullptr : m.src + at;
+      if constexpr (std::is_same_v<typename ExecutionSpace::memory_space, Kokkos::HostSpace>) {
+        if (threads == 1) {  // hosts' teams of one (STATEXFER_VALIDATE_AND_APPLY=2 there): one round
+          if (src == nullptr)
+            std::memset(dst, 0, static_cast<std::size_t>(n));
+          else
+            std::memcpy(dst, src, static_cast<std::size_t>(n));
+          continue;
+        }
+      }
+      if (round == 0 && guessed != nullptr && src == guessed && (reinterpret_cast<std::uintptr_t>(dst) & 15) == 0) {
+        // One round covers the chunk (prepare()).
+        const int words = n >> 4;
+        Word16* KOKKOS_RESTRICT d = reinterpret_cast<Word16*>(dst);
+        for (int j = 0; j < Words; ++j)
+          if (t + j * threads < words) d[t + j * threads] = v[j];
+        if (t < (n & 15)) dst[(words << 4) + t] = src[(words << 4) + t];
+      } else {
+        flat_move_widest<Words>(dst, src, n, t, threads);  // 32 threads and more (prepare())
+      }
     }
   }
 };
