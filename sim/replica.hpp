@@ -4,12 +4,12 @@
 // The host replica of one rank's state (--verify): plain host copies of the
 // pool, the host tier, the caches and the request state. Every step the verifier applies to it
 // what the device should have done: the transfer as the contract's oracle
-// (unit_tests/common/oracle.hpp) computes it, and the model's fill jobs.
+// (test_common/oracle.hpp) computes it, and the model's fill jobs.
 
 #include <cstdint>
 #include <vector>
 
-#include <common/oracle.hpp>
+#include <test_common/oracle.hpp>
 
 #include "content.hpp"
 #include "geometry.hpp"

@@ -5,7 +5,7 @@
 // STATEXFER_CASES_ROOT, run on TEST_EXECSPACE through validate() + apply() and
 // through validate_and_apply(), must be byte-identical to the reference
 // module's answers in expected/ (error codes, pool and every cache).
-// The host reference (the oracle, unit_tests/common) must match them too, which is what
+// The host reference (the oracle, test_common/) must match them too, which is what
 // makes it fit to judge the randomized differential tests.
 
 #include <gtest/gtest.h>
@@ -15,11 +15,11 @@
 #include <cstdio>
 #include <string>
 
-#include <common/case.hpp>
-#include <common/run_case.hpp>
+#include <test_common/case.hpp>
+#include <test_common/run_case.hpp>
 
 #include "common/case_factory.hpp"
-#include "common/reference.hpp"
+#include <test_common/reference.hpp>
 #include "common/test_data.hpp"
 
 #ifndef STATEXFER_CASES_ROOT

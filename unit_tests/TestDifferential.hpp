@@ -30,11 +30,11 @@
 #include <string>
 #include <vector>
 
-#include <common/case.hpp>
-#include <common/run_case.hpp>
+#include <test_common/case.hpp>
+#include <test_common/run_case.hpp>
 
 #include "common/case_factory.hpp"
-#include "common/reference.hpp"
+#include <test_common/reference.hpp>
 #include "common/reference_check.hpp"
 #include "common/scoped_env.hpp"
 

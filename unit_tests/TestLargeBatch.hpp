@@ -36,11 +36,11 @@
 #include <vector>
 
 #include <statexfer/statexfer.hpp>
-#include <common/case.hpp>
-#include <common/run_case.hpp>
+#include <test_common/case.hpp>
+#include <test_common/run_case.hpp>
 
 #include "common/case_factory.hpp"
-#include "common/reference.hpp"
+#include <test_common/reference.hpp>
 #include "common/reference_check.hpp"
 #include "common/scoped_env.hpp"
 #include "common/tool_counts.hpp"

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include <common/case.hpp>
-#include <common/run_case.hpp>
+#include <test_common/case.hpp>
+#include <test_common/run_case.hpp>
 
 namespace statexfer::test {
 namespace {

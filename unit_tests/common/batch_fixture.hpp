@@ -13,7 +13,7 @@
 
 #include <statexfer/statexfer.hpp>
 
-#include "common/oracle.hpp"
+#include <test_common/oracle.hpp>
 
 #include <cstdint>
 #include <exception>

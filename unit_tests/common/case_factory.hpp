@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <common/case.hpp>
+#include <test_common/case.hpp>
 
 namespace statexfer::test {
 

@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <string>
 
-#include <common/case.hpp>
-#include <common/run_case.hpp>
+#include <test_common/case.hpp>
+#include <test_common/run_case.hpp>
 
 #include "common/case_factory.hpp"
-#include "common/reference.hpp"
+#include <test_common/reference.hpp>
 
 namespace statexfer::test {
 

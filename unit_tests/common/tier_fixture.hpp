@@ -14,7 +14,7 @@
 #include <statexfer/statexfer.hpp>
 
 #include "common/batch_fixture.hpp"
-#include "common/oracle.hpp"
+#include <test_common/oracle.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <random>
 
-#include <common/reference.hpp>
-#include <common/run_case.hpp>
+#include <test_common/reference.hpp>
+#include <test_common/run_case.hpp>
 #include <common/test_data.hpp>
 
 namespace {

@@ -28,8 +28,8 @@
 #include <system_error>
 #include <typeinfo>
 
-#include <common/case.hpp>
-#include <common/run_case.hpp>
+#include <test_common/case.hpp>
+#include <test_common/run_case.hpp>
 
 namespace {
 

@@ -2,7 +2,7 @@
 // configurations (page bindings, trailing bindings, excluded regions, capacities
 // 1 to 64, and 128 for the sorted validation), run through the library on
 // Kokkos::Serial (test::run_case) and through the contract's oracle
-// (test::reference_run, unit_tests/common; docs/CONTRACT.md). Error codes, the pool and every cache must agree byte
+// (test::reference_run, test_common/; docs/CONTRACT.md). Error codes, the pool and every cache must agree byte
 // for byte; any difference aborts, and ASan, UBSan and the Kokkos bounds checks
 // catch any access outside the Views.
 //
@@ -27,11 +27,11 @@
 #include <string>
 #include <vector>
 
-#include <common/case.hpp>
-#include <common/run_case.hpp>
+#include <test_common/case.hpp>
+#include <test_common/run_case.hpp>
 
 #include "common/case_factory.hpp"
-#include "common/reference.hpp"
+#include <test_common/reference.hpp>
 
 namespace {
 

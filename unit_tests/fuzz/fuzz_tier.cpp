@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "common/oracle.hpp"
+#include <test_common/oracle.hpp>
 
 namespace {
 

@@ -5,7 +5,7 @@
 // the library must refuse (expected/error.json), so those checks are left to the
 // library and come back as CaseOutputs::construct_error.
 
-#include <common/case.hpp>
+#include <test_common/case.hpp>
 
 #include <algorithm>
 #include <cstring>

@@ -2,7 +2,7 @@
 // untrusted input: every length is checked against the bytes actually present
 // before it is used, so a malformed file gives a CaseError, never a crash.
 
-#include <common/case.hpp>
+#include <test_common/case.hpp>
 
 #include <cctype>
 #include <cstring>

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/case.hpp"
+#include <test_common/case.hpp>
 
 namespace statexfer::test {
 

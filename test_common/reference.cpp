@@ -1,13 +1,13 @@
 // The oracle on a case: the case's arrays as the oracle's plain inputs. See reference.hpp.
 
-#include "common/reference.hpp"
+#include <test_common/reference.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "common/oracle.hpp"
+#include <test_common/oracle.hpp>
 
 namespace statexfer::test {
 namespace {

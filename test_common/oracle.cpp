@@ -3,7 +3,7 @@
 // Deliberately simple: every quantity is named as in the contract and computed
 // the way the contract writes it, one command row at a time.
 
-#include "common/oracle.hpp"
+#include <test_common/oracle.hpp>
 
 #include <algorithm>
 #include <cstring>
