@@ -119,6 +119,10 @@ class ErrorCombiner {
   ErrorCombiner(const StateCommands<ExecutionSpace>& commands, ncclComm_t comm);
 #endif
   ~ErrorCombiner();
+  /// A moved-from combiner holds nothing: backend() is none, capturable() is
+  /// false, rank() and ranks() are 0, and prepare() and combine() throw
+  /// std::logic_error saying it was moved from. Assigning one to it makes it
+  /// whole again (docs/CONTRACT.md §9).
   ErrorCombiner(ErrorCombiner&&) noexcept;
   ErrorCombiner& operator=(ErrorCombiner&&) noexcept;
   ErrorCombiner(const ErrorCombiner&) = delete;

@@ -81,6 +81,10 @@ void map_codes(const ExecutionSpace& exec, const From& from, const To& to, const
   throw std::runtime_error("statexfer::ErrorCombiner: " + what);
 }
 
+[[noreturn]] inline void combiner_moved_from(const char* call) {
+  throw std::logic_error(std::string("statexfer::ErrorCombiner::") + call + ": the combiner was moved from");
+}
+
 }  // namespace impl
 
 template <class ExecutionSpace>
@@ -131,12 +135,14 @@ ErrorCombiner<ExecutionSpace>& ErrorCombiner<ExecutionSpace>::operator=(ErrorCom
 
 template <class ExecutionSpace>
 void ErrorCombiner<ExecutionSpace>::prepare(const ExecutionSpace& exec) {
+  if (!data_) impl::combiner_moved_from("prepare");
   combine(exec);
   exec.fence();
 }
 
 template <class ExecutionSpace>
 void ErrorCombiner<ExecutionSpace>::combine(const ExecutionSpace& exec) const {
+  if (!data_) impl::combiner_moved_from("combine");
   const auto& d = *data_;
   if (d.backend == CombineBackend::none) return;
   const auto n = static_cast<int>(d.errors.extent(0));
@@ -187,22 +193,22 @@ void ErrorCombiner<ExecutionSpace>::combine(const ExecutionSpace& exec) const {
 
 template <class ExecutionSpace>
 CombineBackend ErrorCombiner<ExecutionSpace>::backend() const noexcept {
-  return data_->backend;
+  return data_ ? data_->backend : CombineBackend::none;
 }
 
 template <class ExecutionSpace>
 bool ErrorCombiner<ExecutionSpace>::capturable() const noexcept {
-  return data_->backend != CombineBackend::mpi;
+  return data_ && data_->backend != CombineBackend::mpi;
 }
 
 template <class ExecutionSpace>
 int ErrorCombiner<ExecutionSpace>::rank() const noexcept {
-  return data_->rank;
+  return data_ ? data_->rank : 0;
 }
 
 template <class ExecutionSpace>
 int ErrorCombiner<ExecutionSpace>::ranks() const noexcept {
-  return data_->ranks;
+  return data_ ? data_->ranks : 0;
 }
 
 }  // namespace statexfer

@@ -2,12 +2,15 @@
 // combine() must leave every rank with the code that comes first in the order
 // of docs/CONTRACT.md §4: 5, 1, 2, 3, 4, 6 (0 only where all ranks have 0), on every backend.
 //
-//   mpirun -np 2 statexfer-combine-check        exit 0: every pair and triple right
+//   mpirun -np 2 statexfer-combine-check        exit 0: every pair and triple right, moves too
 
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
 
 #include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <statexfer/combine.hpp>
@@ -18,6 +21,52 @@ namespace {
 std::int32_t code_of(int rank, int i) {
   for (int r = 0; r < rank; ++r) i /= 7;
   return i % 7;
+}
+
+// A moved MPI combiner: the new owner combines across the ranks, the moved-from
+// one reports no ranks and refuses combine() with std::logic_error, and the
+// duplicated communicator is freed once (by the owner).
+template <class Exec>
+int check_moved(MPI_Comm comm, int rank, int ranks) {
+  int failures = 0;
+  auto commands = statexfer::StateCommands<Exec>::allocate(8);
+  statexfer::ErrorCombiner<Exec> moved(commands, comm);
+  statexfer::ErrorCombiner<Exec> owner(std::move(moved));
+  Exec exec;
+  owner.prepare(exec);
+  // NOLINTBEGIN(bugprone-use-after-move): the moved-from state is what is checked.
+  if (owner.backend() != statexfer::CombineBackend::mpi || owner.ranks() != ranks || owner.rank() != rank ||
+      moved.backend() != statexfer::CombineBackend::none || moved.ranks() != 0 || moved.capturable()) {
+    std::fprintf(stderr, "rank %d, %s: moved combiner reports %s %d of %d, moved-from %s, %d ranks\n", rank,
+                 Exec::name(), statexfer::to_string(owner.backend()), owner.rank(), owner.ranks(),
+                 statexfer::to_string(moved.backend()), moved.ranks());
+    ++failures;
+  }
+  bool refused = false;
+  try {
+    moved.combine(exec);
+  } catch (const std::logic_error& e) {
+    refused = std::string(e.what()).find("moved from") != std::string::npos;
+  }
+  // NOLINTEND(bugprone-use-after-move)
+  if (!refused) {
+    std::fprintf(stderr, "rank %d, %s: a moved-from combiner's combine() did not refuse\n", rank, Exec::name());
+    ++failures;
+  }
+  // Rank 0 fails command 3 only: every rank must see 1 there, 0 elsewhere.
+  auto h = Kokkos::create_mirror_view(commands.errors);
+  for (std::int64_t i = 0; i < 8; ++i) h(i) = rank == 0 && i == 3 ? 1 : 0;
+  Kokkos::deep_copy(commands.errors, h);
+  owner.combine(exec);
+  exec.fence();
+  Kokkos::deep_copy(h, commands.errors);
+  for (std::int64_t i = 0; i < 8; ++i)
+    if (h(i) != (i == 3 ? 1 : 0)) {
+      std::fprintf(stderr, "rank %d, %s: moved combiner, command %lld: %d\n", rank, Exec::name(),
+                   static_cast<long long>(i), h(i));
+      ++failures;
+    }
+  return failures;
 }
 
 template <class Exec>
@@ -61,7 +110,7 @@ int check(MPI_Comm comm, int rank, int ranks) {
       }
     }
   }
-  return failures;
+  return failures + check_moved<Exec>(comm, rank, ranks);
 }
 
 }  // namespace
