@@ -47,15 +47,6 @@
 
 #include <Kokkos_Core.hpp>
 
-#if KOKKOS_VERSION >= 40000
-#include <Kokkos_NestedSort.hpp>
-#include <Kokkos_Sort.hpp>
-#define STATEXFER_IMPL_TEAM_SORT_KOKKOS 1
-#elif defined(STATEXFER_HAVE_KOKKOSKERNELS)
-#include <KokkosKernels_Sorting.hpp>
-#define STATEXFER_IMPL_TEAM_SORT_KOKKOSKERNELS 1
-#endif
-
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -63,6 +54,7 @@
 #include <statexfer/commands.hpp>
 
 #include "device_types.hpp"
+#include "team_sort.hpp"
 #include "validate_kernel.hpp"
 
 namespace statexfer::impl {
@@ -117,49 +109,6 @@ KOKKOS_INLINE_FUNCTION int count_keys(const std::uint64_t* KOKKOS_RESTRICT a, in
   int found = 0;
   while (found < most && i + found < n && a[i + found] <= hi) ++found;
   return found;
-}
-
-/// One step of the bitonic network on `values` (n positions, the network over
-/// the next power of two; positions >= n act as +infinity): every pair of level
-/// `level`, step `step`, by the calling team, then a team barrier. The first
-/// step of a level (step == level) compares mirrored positions of each block of
-/// 2^(level+1), the later ones positions 2^step apart (the network of Kokkos
-/// Kernels' and Kokkos' team sorts).
-template <class Member>
-KOKKOS_INLINE_FUNCTION void bitonic_step(const Member& team, std::uint64_t* values, int n, int npot, int level,
-                                         int step) {
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, npot / 2), [&](const int t) {
-    const int half = 1 << step;
-    const int block = (t >> step) << (step + 1);
-    const int offset = t & (half - 1);
-    const int low = block + offset;
-    const int high = step == level ? block + 2 * half - 1 - offset : low + half;
-    if (high < n && values[high] < values[low]) {
-      const std::uint64_t tmp = values[low];
-      values[low] = values[high];
-      values[high] = tmp;
-    }
-  });
-  team.team_barrier();
-}
-
-/// Team sort of `n` uint64 at `values` (in MemorySpace) in ascending order, by
-/// the calling team; ends with a team barrier.
-template <class MemorySpace, class Member>
-KOKKOS_INLINE_FUNCTION void team_sort_keys(const Member& team, std::uint64_t* values, int n) {
-#if defined(STATEXFER_IMPL_TEAM_SORT_KOKKOS)
-  Kokkos::Experimental::sort_team(
-      team, Kokkos::View<std::uint64_t*, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(values, n));
-  team.team_barrier();
-#elif defined(STATEXFER_IMPL_TEAM_SORT_KOKKOSKERNELS)
-  KokkosKernels::Impl::TeamBitonicSort<int, std::uint64_t, Member>(values, n, team);
-  team.team_barrier();
-#else
-  int npot = 1, levels = 0;
-  while (npot < n) npot <<= 1, ++levels;
-  for (int level = 0; level < levels; ++level)
-    for (int step = level; step >= 0; --step) bitonic_step(team, values, n, npot, level, step);
-#endif
 }
 
 /// The lookups of a row in one chunk (SortedWork::lookups): one byte per query.
