@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <statexfer/statexfer.hpp>
+#include <tools/common/openmp_defaults.hpp>
 
 #include "comm.hpp"
 #include "engine.hpp"
@@ -354,7 +355,8 @@ int main(int argc, char* argv[]) {
   args.push_back(nullptr);
   argc = static_cast<int>(args.size()) - 1;
   argv = args.data();
-  Kokkos::initialize(argc, argv);  // takes its --kokkos-* arguments out of argv
+  statexfer::tools::state_openmp_binding();  // no OMP_PROC_BIND advice from Kokkos
+  Kokkos::initialize(argc, argv);            // takes its --kokkos-* arguments out of argv
   int rc = 0;
   try {
     rc = run(argc, argv);

@@ -22,6 +22,7 @@
 
 #include <test_common/case.hpp>
 #include <test_common/run_case.hpp>
+#include <tools/common/openmp_defaults.hpp>
 
 namespace statexfer::test {
 namespace {
@@ -226,11 +227,7 @@ int main_impl(int argc, char* argv[]) {
     }
   }
 
-  // The OpenMP runtime read its environment when it was loaded, before main: with
-  // OMP_PROC_BIND unset its threads are unbound, which is what "false" says. Saying
-  // so spares every run Kokkos' four-line OMP_PROC_BIND advice; a caller's own
-  // setting (spread, close, ...) is kept and applies, since it was there at load.
-  setenv("OMP_PROC_BIND", "false", 0);
+  statexfer::tools::state_openmp_binding();  // no OMP_PROC_BIND advice from Kokkos
   // Kokkos' start-up advice (oversubscription) goes to stdout; --quiet means quiet.
   std::string no_warnings = "--kokkos-disable-warnings";
   if (opt.quiet) kokkos_args.push_back(no_warnings.data());
