@@ -41,9 +41,10 @@ const char* to_string(CommandError code) noexcept;
 /// Same for the raw int32 stored in the errors array.
 const char* command_error_name(std::int32_t code) noexcept;
 
-/// Batch capacities of the contract (docs/CONTRACT.md §2, the seed's): powers of two from 1
-/// to max_capacity. Validation compares every command with every other one in
-/// one team (O(C^2)), exactly as the seed.
+/// Batch capacities of the contract (docs/CONTRACT.md §2, the reference module's):
+/// powers of two from 1 to max_capacity. Validation compares every command with
+/// every other one (O(C^2) pairs, over the threads of one or several teams), as
+/// the reference module does.
 inline constexpr int max_capacity = 64;
 /// Whether `capacity` is one of the contract's 1, 2, 4, ..., 64.
 bool is_valid_capacity(std::int64_t capacity) noexcept;
@@ -67,7 +68,7 @@ struct CommandBuffer {
   void* data;          ///< in the execution space's memory
 };
 
-/// Command arrays for capacity C (initial values as the seed's: -1, or 0 for
+/// Command arrays for capacity C (initial values as the reference module's: -1, or 0 for
 /// operation, num_ops and errors). `errors` is written by validate().
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 struct StateCommands {

@@ -38,7 +38,7 @@ class StateLayout {
   StateLayout(std::vector<Region> regions, std::int64_t row_bytes);
 
   /// Lay regions out in order, each aligned to max(element size, 8 for
-  /// non-uint8), the row rounded up to 16 bytes: the seed's automatic layout.
+  /// non-uint8), the row rounded up to 16 bytes: the reference module's automatic layout.
   struct Field {
     std::string name;
     std::int64_t nbytes;
