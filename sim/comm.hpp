@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include <statexfer/config.hpp>
+
 #ifdef STATEXFER_HAVE_MPI
 #include <mpi.h>
 #endif

@@ -19,18 +19,19 @@
 //   transfer.apply(exec);
 //
 // Backends:
-//   - none: one rank (the default constructor's); combine() does nothing.
-//   - MPI (built with STATEXFER_ENABLE_MPI, STATEXFER_HAVE_MPI defined): an
-//     MPI_Allreduce on host memory. It is a host call, so combine() fences
-//     `exec` before it. On host backends (Serial, OpenMP) the codes are mapped
+//   - none: one rank (the constructor without a communicator); combine() does nothing.
+//   - MPI (built with STATEXFER_ENABLE_MPI, so statexfer/config.hpp defines
+//     STATEXFER_HAVE_MPI): an MPI_Allreduce on host memory. It is a host call,
+//     so combine() fences `exec` before it. On host backends (Serial, OpenMP) the codes are mapped
 //     in place on the host around the reduction; on device memory they are
 //     mapped by kernels on `exec` and staged through a host buffer. The MPI
 //     path is therefore NOT capturable into a CUDA graph: capture validate()
 //     and apply() apart and call combine() between the two replays.
-//   - NCCL (Kokkos::Cuda only, built where NCCL was found, STATEXFER_HAVE_NCCL
-//     defined): ncclAllReduce(ncclMax) on the priority buffer, enqueued on the
-//     Kokkos::Cuda instance's stream: no host synchronisation, so validate(),
-//     combine() and apply() can be captured into one graph.
+//   - NCCL (Kokkos::Cuda only, built with STATEXFER_ENABLE_NCCL, so
+//     STATEXFER_HAVE_NCCL is defined): ncclAllReduce(ncclMax) on the priority
+//     buffer, enqueued on the Kokkos::Cuda instance's stream: no host
+//     synchronisation, so validate(), combine() and apply() can be captured
+//     into one graph.
 //
 // combine() is a collective: every rank of the communicator calls it for every
 // batch, in the same order. prepare() runs it once (a collective too) so that
@@ -43,6 +44,7 @@
 #include <memory>
 
 #include <statexfer/commands.hpp>
+#include <statexfer/config.hpp>
 
 #ifdef STATEXFER_HAVE_MPI
 #include <mpi.h>

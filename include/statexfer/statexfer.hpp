@@ -5,6 +5,7 @@
 
 #include <statexfer/combine.hpp>
 #include <statexfer/commands.hpp>
+#include <statexfer/config.hpp>
 #include <statexfer/host_tier.hpp>
 #include <statexfer/layout.hpp>
 #include <statexfer/pool.hpp>
