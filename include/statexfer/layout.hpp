@@ -3,6 +3,7 @@
 
 // Named byte ranges inside every row of a state pool.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
