@@ -159,6 +159,9 @@ extern template class ErrorCombiner<Kokkos::OpenMP>;
 #ifdef KOKKOS_ENABLE_CUDA
 extern template class ErrorCombiner<Kokkos::Cuda>;
 #endif
+#ifdef KOKKOS_ENABLE_HIP
+extern template class ErrorCombiner<Kokkos::HIP>;
+#endif
 
 }  // namespace statexfer
 

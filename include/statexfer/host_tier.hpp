@@ -31,10 +31,19 @@ struct HostTierMemorySpace<Kokkos::Cuda> {
   using type = Kokkos::CudaHostPinnedSpace;
 };
 #endif
+#ifdef KOKKOS_ENABLE_HIP
+template <>
+struct HostTierMemorySpace<Kokkos::HIP> {
+  // The same on HIP. Kokkos allocates it non-coherent: a kernel's writes reach
+  // the host by the kernel's end, so they are visible after the fence that follows.
+  using type = Kokkos::HIPHostPinnedSpace;
+};
+#endif
 }  // namespace impl
 
-/// Where a host tier's rows live for transfers on `ExecutionSpace`:
-/// Kokkos::CudaHostPinnedSpace on CUDA, the execution space's memory elsewhere.
+/// Where a host tier's rows live for transfers on `ExecutionSpace`: pinned host
+/// memory on GPUs (Kokkos::CudaHostPinnedSpace, Kokkos::HIPHostPinnedSpace), the
+/// execution space's memory elsewhere.
 template <class ExecutionSpace>
 using host_tier_memory_space_t = typename impl::HostTierMemorySpace<ExecutionSpace>::type;
 

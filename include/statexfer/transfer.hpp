@@ -166,6 +166,9 @@ extern template class PreparedStateTransfer<Kokkos::OpenMP>;
 #ifdef KOKKOS_ENABLE_CUDA
 extern template class PreparedStateTransfer<Kokkos::Cuda>;
 #endif
+#ifdef KOKKOS_ENABLE_HIP
+extern template class PreparedStateTransfer<Kokkos::HIP>;
+#endif
 
 }  // namespace statexfer
 

@@ -133,6 +133,9 @@ int main(int argc, char* argv[]) {
 #ifdef KOKKOS_ENABLE_CUDA
     failures += check<Kokkos::Cuda>(MPI_COMM_WORLD, rank, ranks);
 #endif
+#ifdef KOKKOS_ENABLE_HIP
+    failures += check<Kokkos::HIP>(MPI_COMM_WORLD, rank, ranks);
+#endif
   }
   Kokkos::finalize();
   int total = 0;
