@@ -104,8 +104,7 @@ TEST(TEST_CATEGORY, speculative_random_batches_match_the_oracle) {
       ASSERT_FALSE(HasFailure()) << "capacity " << C;
     }
   }
-  for (const int code : {0, 2, 3, 4, 5})
-    EXPECT_GT(total.by_op[5][code], 0) << "a commit never got code " << code;
+  for (const int code : {0, 2, 3, 4, 5}) EXPECT_GT(total.by_op[5][code], 0) << "a commit never got code " << code;
   EXPECT_EQ(total.by_op[5][1] + total.by_op[5][6], 0) << "a commit got code 1 or 6";
   EXPECT_GT(total.moved, 0) << "no commit with an accepted count above 0 applied";
   EXPECT_GT(total.key_refused, 0) << "no restore at the right endpoint was refused for its key";
@@ -184,38 +183,53 @@ TEST(TEST_CATEGORY, speculative_rules) {
       return [=](Rig& r) { r.accepted_h[static_cast<std::size_t>(slot)] = a; };
     };
     const std::vector<Step> steps = {
-        {"commits of accepted 2, 0 and 3", {{0, -1, -1, 5, 6, 0}, {1, -1, -1, 5, 6, 0}, {2, -1, -1, 5, 6, 0}},
-         {0, 0, 0}, [](Rig& r) { r.accepted_h[1] = 0, r.accepted_h[2] = 3; }},
-        {"accepted count past K or negative", {{0, -1, -1, 5, 6, 0}, {1, -1, -1, 5, 6, 0}}, {2, 2},
+        {"commits of accepted 2, 0 and 3",
+         {{0, -1, -1, 5, 6, 0}, {1, -1, -1, 5, 6, 0}, {2, -1, -1, 5, 6, 0}},
+         {0, 0, 0},
+         [](Rig& r) { r.accepted_h[1] = 0, r.accepted_h[2] = 3; }},
+        {"accepted count past K or negative",
+         {{0, -1, -1, 5, 6, 0}, {1, -1, -1, 5, 6, 0}},
+         {2, 2},
          [](Rig& r) { r.accepted_h[0] = 4, r.accepted_h[1] = -1; }},
         {"a commit names no rows", {{0, 1, -1, 5, 6, 0}, {1, -1, 2, 5, 6, 0}}, {2, 2}},
-        {"a stale position (its endpoint is not end + accepted)", {{0, -1, -1, 5, 6, 0}}, {3},
+        {"a stale position (its endpoint is not end + accepted)",
+         {{0, -1, -1, 5, 6, 0}},
+         {3},
          [&](Rig& r) { r.put_consumed(r.pool_h, position(0, 2), 7); }},
         {"accepted 0 reads the live row's endpoint", {{0, -1, -1, 5, 5, 0}}, {3}, accept(0, 0)},
         {"a position row that is the live row, the null row or past the pool",
-         {{0, -1, -1, 5, 6, 0}, {1, -1, -1, 5, 6, 0}, {2, -1, -1, 5, 6, 0}}, {2, 2, 2},
+         {{0, -1, -1, 5, 6, 0}, {1, -1, -1, 5, 6, 0}, {2, -1, -1, 5, 6, 0}},
+         {2, 2, 2},
          [](Rig& r) { r.state_h[0 * 8 + 2] = 1, r.state_h[1 * 8 + 2] = 0, r.state_h[2 * 8 + 2] = 25; }},
-        {"a reduced SLOTS puts the position row past it", {{3, -1, -1, 5, 6, 0}}, {2},
+        {"a reduced SLOTS puts the position row past it",
+         {{3, -1, -1, 5, 6, 0}},
+         {2},
          [&](Rig& r) { r.slots_capacity = position(3, 2); }},
-        {"an endpoint past W * PT - accepted", {{0, -1, -1, 5, 15, 0}}, {3},
+        {"an endpoint past W * PT - accepted",
+         {{0, -1, -1, 5, 15, 0}},
+         {3},
          [&](Rig& r) { r.put_consumed(r.pool_h, position(0, 2), 17); }},
         {"a snapshot of the committed slot's live row conflicts", {{0, -1, -1, 5, 6, 0}, {0, 1, 17, 0, 6, 9}}, {4, 4}},
         {"a restore into it conflicts", {{0, -1, -1, 5, 6, 0}, {0, 17, 1, 0, 6, 0}}, {4, 4}},
         {"two commits of one slot", {{0, -1, -1, 5, 6, 0}, {0, -1, -1, 5, 6, 0}}, {4, 4}},
-        {"a row reading the position row conflicts",
-         {{0, -1, -1, 5, 6, 0}, {1, position(0, 2), 2, 0, 8, 0}}, {4, 4}},
-        {"an offload of the position row conflicts",
-         {{0, -1, -1, 5, 6, 0}, {-1, position(0, 2), 1, 2, 8, 0}}, {4, 4}},
+        {"a row reading the position row conflicts", {{0, -1, -1, 5, 6, 0}, {1, position(0, 2), 2, 0, 8, 0}}, {4, 4}},
+        {"an offload of the position row conflicts", {{0, -1, -1, 5, 6, 0}, {-1, position(0, 2), 1, 2, 8, 0}}, {4, 4}},
         {"a row writing another position row of the slot does not",
-         {{0, -1, -1, 5, 6, 0}, {1, 2, position(0, 3), 0, 6, 0}}, {0, 0}},
+         {{0, -1, -1, 5, 6, 0}, {1, 2, position(0, 3), 0, 6, 0}},
+         {0, 0}},
         {"commits of different slots", {{0, -1, -1, 5, 6, 0}, {3, -1, -1, 5, 6, 0}}, {0, 0}},
-        {"a restore of a snapshot row with the key it holds", {{1, 17, 2, 0, 6, 5}}, {0},
+        {"a restore of a snapshot row with the key it holds",
+         {{1, 17, 2, 0, 6, 5}},
+         {0},
          [](Rig& r) { r.put_key(r.pool_h, 17, 5); }},
         {"a restore whose key differs", {{1, 17, 2, 0, 6, 4}}, {3}, [](Rig& r) { r.put_key(r.pool_h, 17, 5); }},
         {"offload, onload and restore from host prove the key",
-         {{-1, 17, 1, 2, 6, 4}, {-1, 2, 18, 3, 6, 4}, {3, 3, 4, 4, 6, 4}}, {3, 3, 3},
+         {{-1, 17, 1, 2, 6, 4}, {-1, 2, 18, 3, 6, 4}, {3, 3, 4, 4, 6, 4}},
+         {3, 3, 3},
          [](Rig& r) { r.put_key(r.pool_h, 17, 5), r.put_key(r.host_h, 2, 5), r.put_key(r.host_h, 3, 5); }},
-        {"a snapshot stamps any key (the live row's is not read)", {{1, 2, 19, 0, 6, 123}}, {0},
+        {"a snapshot stamps any key (the live row's is not read)",
+         {{1, 2, 19, 0, 6, 123}},
+         {0},
          [](Rig& r) { r.put_key(r.pool_h, 2, 77); }},
     };
     for (const Step& step : steps) {

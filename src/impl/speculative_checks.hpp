@@ -58,8 +58,9 @@ using NamedRanges = std::vector<std::pair<std::string, ByteRange>>;
 /// caches and errors); with the remap move the state rows, which apply()
 /// writes, apart from every other input and from what validate() writes.
 template <class ExecutionSpace>
-void check_speculative_ranges(const TransferConfig<ExecutionSpace>& config, const StateCommands<ExecutionSpace>& commands,
-                              bool keys, NamedRanges& inputs, const NamedRanges& written) {
+void check_speculative_ranges(const TransferConfig<ExecutionSpace>& config,
+                              const StateCommands<ExecutionSpace>& commands, bool keys, NamedRanges& inputs,
+                              const NamedRanges& written) {
   if (keys) inputs.emplace_back("commands.prefix_keys", byte_range(commands.prefix_keys));
   const auto& spec = config.speculative;
   if (spec.positions == 0) return;

@@ -51,9 +51,9 @@ enum RowKind : std::int32_t {
   row_tier_op = 16,  // operation 2..4 with a host tier
   row_no_slot = 32,  // request slot -1 (tier moves 2 and 3 need it)
   // Where the endpoint lies (docs/CONTRACT.md §4), decided once when the row is loaded:
-  row_mid_page = 64,  // end > 0 and end % PT != 0 (a partial page)
-  row_part0 = 128,    // end > 1 and end / PT >= 1: trailing part 0's logical page exists
-  row_part1 = 256,    // end > 1 and end % PT >= 2: trailing part 1 counts
+  row_mid_page = 64,        // end > 0 and end % PT != 0 (a partial page)
+  row_part0 = 128,          // end > 1 and end / PT >= 1: trailing part 0's logical page exists
+  row_part1 = 256,          // end > 1 and end % PT >= 2: trailing part 1 counts
   row_commit = 512,         // operation 5 with speculative positions (§13)
   row_commit_named = 1024,  // a commit whose command names a source or destination row
   row_key_mismatch = 2048,  // with prefix keys: the source row's key is not the command's (§14)
@@ -175,8 +175,8 @@ KOKKOS_INLINE_FUNCTION RowCheck row_check(const RowRecord& q, std::int64_t r, co
   const bool moved = (kind & row_no_slot) && src_usable && q.dst > 0 && q.dst < (dst_host ? lim.host_slots : lim.slots);
   // A commit (§13): its src is the position row its accepted count names, its dst the live row.
   const bool counted = q.accepted >= 0 && q.accepted <= lim.positions;
-  const bool committed = valid_row && !(kind & row_commit_named) && counted && src_usable &&
-                         (q.accepted == 0 || q.src != q.state);
+  const bool committed =
+      valid_row && !(kind & row_commit_named) && counted && src_usable && (q.accepted == 0 || q.src != q.state);
   bool valid_slots;
   if (q.op == 0)
     valid_slots = snapshot || k.restore;
