@@ -40,7 +40,11 @@ struct CombinerData {
   ncclComm_t nccl_comm = nullptr;
 #endif
 
-  explicit CombinerData(const StateCommands<ExecutionSpace>& commands) : errors(commands.errors) {
+  // allocate()'s arrays are views of one allocation: held here for as long as errors is.
+  Kokkos::View<std::uint8_t*, memory_space> block;
+
+  explicit CombinerData(const StateCommands<ExecutionSpace>& commands)
+      : errors(commands.errors), block(commands.block) {
     if (errors.data() == nullptr && errors.extent(0) > 0)
       throw std::invalid_argument("statexfer::ErrorCombiner: commands.errors is an empty View");
     if (commands.commit_positions.extent(0) == errors.extent(0)) commit_positions = commands.commit_positions;
