@@ -1,4 +1,5 @@
 #include <statexfer/commands.hpp>
+#include <statexfer/options.hpp>
 #include <statexfer/speculative.hpp>
 
 namespace statexfer {
@@ -30,6 +31,16 @@ const char* to_string(CommitMove move) noexcept {
   switch (move) {
     case CommitMove::remap: return "remap";
     case CommitMove::copy: return "copy";
+  }
+  return "unknown";
+}
+
+const char* to_string(FusedDesign design) noexcept {
+  switch (design) {
+    case FusedDesign::automatic: return "automatic";
+    case FusedDesign::two_launches: return "two_launches";
+    case FusedDesign::teams: return "teams";
+    case FusedDesign::flat_grid: return "flat_grid";
   }
   return "unknown";
 }

@@ -7,6 +7,7 @@
 #include <statexfer/commands.hpp>
 #include <statexfer/host_tier.hpp>
 #include <statexfer/layout.hpp>
+#include <statexfer/options.hpp>
 #include <statexfer/pool.hpp>
 #include <statexfer/speculative.hpp>
 #include <statexfer/transfer.hpp>

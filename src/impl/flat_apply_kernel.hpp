@@ -19,15 +19,6 @@
 
 namespace statexfer::impl {
 
-/// Threads of the flat grid per work item: a power of two (the index splits with
-/// a shift) covering the longest item at `words` 16-byte words a thread, at
-/// least a warp so that the edge bytes (fewer than 32) have a thread each.
-inline std::int32_t flat_thread_shift(std::int64_t longest_item, int words) {
-  std::int32_t shift = 5;
-  while ((std::int64_t(16) * words << shift) < longest_item) ++shift;
-  return shift;
-}
-
 /// Bytes [0, n) from src to dst (zeros when src is null) by thread t of the
 /// `threads` of one item: words t, t + threads, ... of the widest `Word` that
 /// dst and src share the alignment of, up to `Words` loads in flight before the

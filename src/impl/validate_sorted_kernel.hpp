@@ -400,15 +400,14 @@ struct SortedValidation {
 
   int teams() const noexcept { return work.arrays * work.chunks * work.groups; }
 
-  /// The sort team: a thread per compare-exchange of a network step (half a
-  /// chunk) up to what the policy allows; one thread on hosts, where the chunks
-  /// are sorted side by side by different threads.
-  int team_size(const ExecutionSpace& exec, const ValidateFunctor<ExecutionSpace>& base) const {
-    if (std::is_same<memory_space, Kokkos::HostSpace>::value) return 1;
+  /// The largest team the sort and look-up launch allows. Its team is a thread
+  /// per compare-exchange of a network step (half a chunk) up to that, one
+  /// thread on hosts, where the chunks are sorted side by side by different
+  /// threads (launch_plan.hpp).
+  int team_size_max(const ExecutionSpace& exec, const ValidateFunctor<ExecutionSpace>& base) const {
     const auto probe =
         typename lookup_functor::policy_type(exec, teams(), 1).set_scratch_size(0, Kokkos::PerTeam(scratch_bytes()));
-    const int max = std::max(1, std::min(probe.team_size_max(lookup(base), Kokkos::ParallelForTag()), 1024));
-    return std::min(max, std::max(1, work.chunk / 2));
+    return probe.team_size_max(lookup(base), Kokkos::ParallelForTag());
   }
 
   /// Enqueue the three launches on `exec`: no allocation, no fence (level-0

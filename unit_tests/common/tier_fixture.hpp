@@ -158,13 +158,14 @@ struct TierRig {
     upload(state_rows, state_h);
     upload(requests.consumed_tokens, consumed_h);
     upload(pool.memory_capacity(), std::vector<std::int64_t>{slots_capacity, pages_capacity});
-    upload(commands.request_slots, k.slot);
-    upload(commands.source_slots, k.src);
-    upload(commands.destination_slots, k.dst);
-    upload(commands.operation, k.op);
-    upload(commands.expected_consumed, k.end);
-    upload(commands.prefix_keys, k.key);
-    upload(commands.num_ops, std::vector<std::int32_t>{k.count});
+    statexfer::CommandBatch<Exec> batch(opt.capacity);
+    for (std::int64_t i = 0; i < opt.capacity; ++i) {
+      const auto at = static_cast<std::size_t>(i);
+      batch.set(i, {k.slot[at], k.src[at], k.dst[at], k.op[at], k.end[at], k.key[at]});
+    }
+    batch.set_num_ops(k.count);
+    commands.upload(transfer->execution_space_instance(), batch);
+    transfer->execution_space_instance().fence();
     upload(commands.errors, std::vector<std::int32_t>(static_cast<std::size_t>(opt.capacity), 77));
     upload(commands.commit_positions, std::vector<std::int32_t>(static_cast<std::size_t>(opt.capacity), 77));
     if (opt.positions > 0) upload(accepted, accepted_h);
