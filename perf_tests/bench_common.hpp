@@ -171,7 +171,9 @@ struct Workload {
     }
     if (k > 0) {
       accepted = decltype(accepted)("bench::accepted", c);
-      config.speculative = {k, accepted, options.move};
+      config.speculative.positions = k;
+      config.speculative.accepted = accepted;
+      config.speculative.move = options.move;
     }
     config.state_rows = state_rows;
     config.requests = requests;
