@@ -352,8 +352,12 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
     limits.sort_teams = d.sorted.teams();
     limits.sort_chunk = d.sorted.work.chunk;
   }
-  d.launches = impl::choose_launch_plan({d.shape.capacity, d.shape.work_items, d.longest_item, d.shape.row_bytes},
-                                        limits, d.options);
+  impl::PlanShape plan_shape;
+  plan_shape.capacity = d.shape.capacity;
+  plan_shape.work_items = d.shape.work_items;
+  plan_shape.longest_item = d.longest_item;
+  plan_shape.row_bytes = d.shape.row_bytes;
+  d.launches = impl::choose_launch_plan(plan_shape, limits, d.options);
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
   d.exec = exec;
   d.prepared = true;
