@@ -91,11 +91,17 @@ class DeviceState {
     capture();
   }
 
-  void upload_tables(const std::vector<std::int32_t>& tables, const std::vector<std::int32_t>& draft_tables) {
-    using HostTable = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-    Kokkos::deep_copy(tables_, HostTable(tables.data(), g_.capacity, g_.table_width));
-    Kokkos::deep_copy(draft_tables_, HostTable(draft_tables.data(), g_.capacity, g_.table_width));
+  /// The rows of `slots` of the host page tables ([C, W] each): only what changed
+  /// (a table of a long trace's width is megabytes).
+  void upload_tables(const std::vector<std::int32_t>& tables, const std::vector<std::int32_t>& draft_tables,
+                     const std::vector<std::int64_t>& slots) {
+    using HostRow = Kokkos::View<const std::int32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    const auto W = static_cast<std::size_t>(g_.table_width);
+    for (const std::int64_t s : slots) {
+      const auto at = static_cast<std::size_t>(s) * W;
+      Kokkos::deep_copy(exec_, Kokkos::subview(tables_, s, Kokkos::ALL()), HostRow(tables.data() + at, W));
+      Kokkos::deep_copy(exec_, Kokkos::subview(draft_tables_, s, Kokkos::ALL()), HostRow(draft_tables.data() + at, W));
+    }
   }
 
   /// One page-table entry of this rank, until the next upload_tables() or set_page().
