@@ -145,7 +145,8 @@ Workload read_mooncake(const std::vector<Line>& lines, const std::string& path, 
       const auto& v = ids[k];
       if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0) ||
           (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)))
-        throw std::runtime_error(where + "hash id " + std::to_string(k) + " must be an integer >= 0, got " + v.dump());
+        throw std::runtime_error(where + "hash_ids[" + std::to_string(k) + "] must be an integer >= 0, got " +
+                                 v.dump());
       const auto id = v.get<std::int64_t>();
       const auto block = static_cast<std::int64_t>(k);
       // An id names a whole prefix: the same block position after the same id everywhere.
