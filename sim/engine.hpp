@@ -88,20 +88,29 @@ class Engine {
     auto t = Clock::now();
     stats_.schedule_s += seconds(t - step_start);
     device_.upload_tables(scheduler_.page_tables(), scheduler_.draft_tables(), scheduler_.take_changed_slots());
-    device_.upload_batch(batch);
     record_batch(batch);
-
-    // Rank-local faults: a partial page unmapped in this rank's table for this batch.
-    const StepFaults faulted = faults_.inject(stats_.steps, batch);
-    for (const auto& [slot, logical] : faulted.unmapped) device_.set_page(slot, logical, -1);
-    stats_.upload_s += lap(t);
-    const double transfer_s = device_.run_transfer();
-    t = Clock::now();
-    const std::vector<std::int32_t> codes = device_.errors(batch.size());
-    for (const auto& [slot, logical] : faulted.unmapped)
-      device_.set_page(slot, logical, scheduler_.page_tables()[static_cast<std::size_t>(slot * width() + logical)]);
-    stats_.readback_s += lap(t);
-    stats_.transfer_s += transfer_s;
+    // A step without commands launches nothing (every rank's batch is empty alike),
+    // as an engine skips a step's state moves when there are none.
+    StepFaults faulted;
+    double transfer_s = 0;
+    std::vector<std::int32_t> codes;
+    if (!batch.empty()) {
+      device_.upload_batch(batch);
+      // Rank-local faults: a partial page unmapped in this rank's table for this batch.
+      faulted = faults_.inject(stats_.steps, batch);
+      for (const auto& [slot, logical] : faulted.unmapped) device_.set_page(slot, logical, -1);
+      stats_.upload_s += lap(t);
+      transfer_s = device_.run_transfer();
+      t = Clock::now();
+      codes = device_.errors(batch.size());
+      for (const auto& [slot, logical] : faulted.unmapped)
+        device_.set_page(slot, logical, scheduler_.page_tables()[static_cast<std::size_t>(slot * width() + logical)]);
+      stats_.readback_s += lap(t);
+      stats_.transfer_s += transfer_s;
+      stats_.transfer_steps++;
+    } else {
+      stats_.upload_s += lap(t);
+    }
 
     double verify_s = 0;
     if (verifier_) {

@@ -43,7 +43,7 @@ void ProgressBar::finish() {
 void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
   const SimConfig& c = info.config;
   const Workload& w = *info.workload;
-  const Summary tr = summarize(st.transfer_us), sp = summarize(st.step_us);
+  const Summary tr = summarize(transfer_times(st)), sp = summarize(st.step_us);
   const std::int64_t cmds = total_commands(st);
   const double moved = static_cast<double>(st.total_bytes_moved);
   std::fprintf(out, "statexfer-sim: %s, %d rank%s (combiner %s)%s\n", info.kokkos.c_str(), st.ranks,
@@ -147,23 +147,24 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                bytes(static_cast<double>(st.row_bytes_moved)).c_str(),
                bytes(static_cast<double>(st.page_bytes_moved)).c_str());
   std::fprintf(out,
-               "  time/step    transfer (one rank: validate_and_apply; more: validate + combine + apply) mean %s, p50 "
-               "%s, p99 %s, max %s; whole step mean %s, p99 %s\n",
-               us(tr.mean).c_str(), us(tr.p50).c_str(), us(tr.p99).c_str(), us(tr.max).c_str(), us(sp.mean).c_str(),
-               us(sp.p99).c_str());
+               "  time/step    transfer (one rank: validate_and_apply; more: validate + combine + apply; the %s steps "
+               "with commands) mean %s, p50 %s, p99 %s, max %s; whole step mean %s, p99 %s\n",
+               grouped(st.transfer_steps).c_str(), us(tr.mean).c_str(), us(tr.p50).c_str(), us(tr.p99).c_str(),
+               us(tr.max).c_str(), us(sp.mean).c_str(), us(sp.p99).c_str());
   std::fprintf(
       out, "  bandwidth    %.2f GB/s through the transfers (%.2f s of %.2f s; model writes %.2f s, verify %.2f s)\n",
       st.transfer_s > 0 ? moved / st.transfer_s / 1e9 : 0.0, st.transfer_s, st.wall_s, st.model_s, st.verify_s);
   const double n = static_cast<double>(std::max<std::int64_t>(st.steps, 1));
   const double other =
       std::max(0.0, st.wall_s - st.verify_s - st.schedule_s - st.upload_s - st.transfer_s - st.readback_s - st.fill_s);
-  std::fprintf(out,
-               "  host/step    scheduling %s, uploads %s, transfer %s, codes back %s, model fills %s (%s of state, %s "
-               "of KV), other %s\n",
-               us(1e6 * st.schedule_s / n).c_str(), us(1e6 * st.upload_s / n).c_str(),
-               us(1e6 * st.transfer_s / n).c_str(), us(1e6 * st.readback_s / n).c_str(),
-               us(1e6 * st.fill_s / n).c_str(), bytes(static_cast<double>(st.model_state_bytes)).c_str(),
-               bytes(static_cast<double>(st.model_token_bytes)).c_str(), us(1e6 * other / n).c_str());
+  std::fprintf(
+      out,
+      "  host/step    mean over all steps: scheduling %s, uploads %s, transfer %s, codes back %s, model fills %s "
+      "(%s of state, %s of KV written), other %s\n",
+      us(1e6 * st.schedule_s / n).c_str(), us(1e6 * st.upload_s / n).c_str(), us(1e6 * st.transfer_s / n).c_str(),
+      us(1e6 * st.readback_s / n).c_str(), us(1e6 * st.fill_s / n).c_str(),
+      bytes(static_cast<double>(st.model_state_bytes)).c_str(),
+      bytes(static_cast<double>(st.model_token_bytes)).c_str(), us(1e6 * other / n).c_str());
   if (c.verify)
     std::fprintf(out,
                  "  verify       %s: %s steps checked against the contract's oracle (%s full cache comparisons)%s%s\n",

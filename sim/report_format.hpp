@@ -56,6 +56,14 @@ inline Summary summarize(std::vector<float> v) {
   return s;
 }
 
+/// The transfer times of the steps that had commands (the others launched none).
+inline std::vector<float> transfer_times(const Stats& st) {
+  std::vector<float> out;
+  for (std::size_t i = 0; i < st.transfer_us.size(); ++i)
+    if (st.step_commands[i] > 0) out.push_back(st.transfer_us[i]);
+  return out;
+}
+
 inline std::string us(double v) {
   char buf[32];
   if (v >= 1000)

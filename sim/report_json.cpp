@@ -12,7 +12,7 @@ using namespace report;
 nlohmann::json report_json(const Stats& st, const RunInfo& info) {
   using nlohmann::json;
   const SimConfig& c = info.config;
-  const Summary tr = summarize(st.transfer_us), sp = summarize(st.step_us);
+  const Summary tr = summarize(transfer_times(st)), sp = summarize(st.step_us);
   const std::int64_t cmds = total_commands(st);
   json j;
   j["format"] = "statexfer-sim/1";
@@ -104,6 +104,7 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
                        {"this_rank_token_bytes", st.model_token_bytes}};
   j["requests"] = {{"total", st.requests}, {"admitted", st.admitted}, {"completed", st.completed}};
   j["steps"] = st.steps;
+  j["transfer_steps"] = st.transfer_steps;
   j["tokens"] = {{"prompt", st.prompt_tokens},
                  {"restored", st.restored_tokens},
                  {"prefill_computed", st.prefill_tokens},

@@ -48,7 +48,7 @@ struct SimConfig {
   // Simulated time: a step lasts step_ms + its computed tokens / tokens_per_ms;
   // a trace's arrivals are its timestamps x time_scale.
   double tokens_per_ms = 40;
-  double step_ms = 0;
+  double step_ms = 5;
   double time_scale = 1;
   // Run.
   bool verify = false;

@@ -13,6 +13,7 @@ namespace statexfer::sim {
 struct Stats {
   // Workload.
   std::int64_t requests = 0, admitted = 0, completed = 0, steps = 0;
+  std::int64_t transfer_steps = 0;  ///< steps with commands (the others launch no transfer)
   std::int64_t hits = 0, misses = 0, restored_tokens = 0, prompt_tokens = 0;
   std::int64_t prefill_tokens = 0, decode_tokens = 0;
   // Commands.

@@ -32,11 +32,13 @@ std::string write_file(const std::string& name, const std::string& text) {
 
 // The message of read_trace's error on a file whose third line is `bad`.
 std::string error_on_third_line(const std::string& bad, std::int64_t block_tokens = 16) {
-  const std::string path = write_file("bad.jsonl",
-                                      "{\"timestamp\": 0, \"input_length\": 20, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
-                                      "# a comment\n" +
-                                          bad + "\n{\"timestamp\": 9, \"input_length\": 5, \"output_length\": 1, "
-                                                "\"hash_ids\": [7]}\n");
+  const std::string path =
+      write_file("bad.jsonl",
+                 "{\"timestamp\": 0, \"input_length\": 20, \"output_length\": 1, \"hash_ids\": [1, 2]}\n"
+                 "# a comment\n" +
+                     bad +
+                     "\n{\"timestamp\": 9, \"input_length\": 5, \"output_length\": 1, "
+                     "\"hash_ids\": [7]}\n");
   try {
     read_trace(path, TraceFormat::mooncake, block_tokens);
   } catch (const std::runtime_error& e) {
@@ -78,15 +80,15 @@ TEST(SimMooncake, SortsByTimestampStably) {
 TEST(SimMooncake, RefusesBadLinesNamingTheLine) {
   EXPECT_NE(error_on_third_line("{\"timestamp\": 1, \"input_length\": 9").find("not JSON"), std::string::npos);
   EXPECT_NE(error_on_third_line("[1, 2]").find("JSON object"), std::string::npos);
-  EXPECT_NE(error_on_third_line("{\"timestamp\": 1, \"input_length\": 9, \"output_length\": 1}").find(
-                "missing 'hash_ids'"),
-            std::string::npos);
-  EXPECT_NE(error_on_third_line("{\"input_length\": 9, \"output_length\": 1, \"hash_ids\": []}").find(
-                "missing 'timestamp'"),
-            std::string::npos);
-  EXPECT_NE(error_on_third_line("{\"timestamp\": 1, \"output_length\": 1, \"hash_ids\": []}").find(
-                "missing 'input_length'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_on_third_line("{\"timestamp\": 1, \"input_length\": 9, \"output_length\": 1}").find("missing 'hash_ids'"),
+      std::string::npos);
+  EXPECT_NE(
+      error_on_third_line("{\"input_length\": 9, \"output_length\": 1, \"hash_ids\": []}").find("missing 'timestamp'"),
+      std::string::npos);
+  EXPECT_NE(
+      error_on_third_line("{\"timestamp\": 1, \"output_length\": 1, \"hash_ids\": []}").find("missing 'input_length'"),
+      std::string::npos);
   EXPECT_NE(error_on_third_line("{\"timestamp\": 1, \"input_length\": -5, \"output_length\": 1, \"hash_ids\": []}")
                 .find("'input_length' must be from 1"),
             std::string::npos);
@@ -128,10 +130,10 @@ TEST(SimMooncake, SharedHashIdsGiveEqualPrefixKeys) {
     t.advance(len);
     return t.key();
   };
-  EXPECT_EQ(key_at(0, 32), key_at(1, 32));   // ids 1, 2
+  EXPECT_EQ(key_at(0, 32), key_at(1, 32));       // ids 1, 2
   EXPECT_FALSE(key_at(0, 33) == key_at(1, 33));  // ids 3 and 4
-  EXPECT_EQ(key_at(0, 40), key_at(6, 40));   // request 6 extends request 0's partial block 3
-  EXPECT_EQ(key_at(0, 40), key_at(2, 40));   // the same prompt
+  EXPECT_EQ(key_at(0, 40), key_at(6, 40));       // request 6 extends request 0's partial block 3
+  EXPECT_EQ(key_at(0, 40), key_at(2, 40));       // the same prompt
   EXPECT_FALSE(key_at(0, 44) == key_at(2, 44));  // outputs are each request's own
   EXPECT_FALSE(key_at(0, 16) == key_at(3, 16));  // ids 1 and 6
   // Advancing in steps or at once ends at the same key.
