@@ -44,13 +44,11 @@ void Model::fill(std::int64_t offset, std::uint64_t seed, std::int64_t lo, std::
   }
 }
 
-void Model::write_row(std::int64_t slot, std::uint64_t state_seed, std::int64_t consumed, bool state) {
+void Model::write_row(std::int64_t slot, std::uint64_t state_seed, std::int64_t consumed) {
   const std::int64_t base = g_.live_row(slot) * g_.row_bytes;
-  if (state) {
-    fill(base + g_.ssm_offset, mix64(state_seed + salt_ssm), g_.ssm.lo, g_.ssm.hi);
-    fill(base + g_.conv_offset, mix64(state_seed + salt_conv), g_.conv.lo, g_.conv.hi);
-    state_bytes_ += g_.ssm.size() + g_.conv.size();
-  }
+  fill(base + g_.ssm_offset, mix64(state_seed + salt_ssm), g_.ssm.lo, g_.ssm.hi);
+  fill(base + g_.conv_offset, mix64(state_seed + salt_conv), g_.conv.lo, g_.conv.hi);
+  state_bytes_ += g_.ssm.size() + g_.conv.size();
   if (g_.scratch_bytes > 0)
     jobs_.push_back({0, 0, base + g_.scratch_offset,
                      mix64(step_seed_ + salt_scratch + static_cast<std::uint64_t>(slot)), 0, g_.scratch_bytes});

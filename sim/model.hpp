@@ -31,9 +31,9 @@ class Model {
   void write_token(std::int64_t position, std::uint64_t seed, std::uint64_t previous_seed,
                    const std::vector<std::int32_t>& pages, const std::vector<std::int32_t>& draft_pages, bool kv = true,
                    bool draft = true);
-  /// The live row of `slot` after the step: recurrent state from `state_seed`
-  /// (if `state`), fresh scratch, and `consumed` in the row and in the request state.
-  void write_row(std::int64_t slot, std::uint64_t state_seed, std::int64_t consumed, bool state = true);
+  /// The live row of `slot` after the step: recurrent state from `state_seed`,
+  /// fresh scratch, and `consumed` in the row and in the request state.
+  void write_row(std::int64_t slot, std::uint64_t state_seed, std::int64_t consumed);
   /// Bytes of the recurrent state written so far (and of KV and draft entries).
   std::int64_t state_bytes_written() const { return state_bytes_; }
   std::int64_t token_bytes_written() const { return token_bytes_; }

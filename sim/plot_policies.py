@@ -9,7 +9,8 @@ Run the sweep and plot it (arguments after -- go to every run):
     plot_policies.py --sim build/openmp/sim/statexfer-sim --policies ends last every:8 all \\
         --rows 64 256 1024 --host-rows 0 1024 --json sweep.json --png sweep.png \\
         -- --trace ../shared/traces/mooncake-conversation_trace.jsonl --model qwen3.5-9b --row-bytes 50304
-Or plot reports written elsewhere (one statexfer-sim --json report per run):
+Or plot reports written elsewhere (statexfer-sim --json reports, or sweeps this
+tool wrote):
     plot_policies.py --reports OUT/policies-*.json --json sweep.json --png sweep.png
 
 The hit ratios and snapshot counts depend on the trace, the policy, the rows
@@ -127,7 +128,8 @@ def plot(rows, png, title):
         ax.set_xlabel("device snapshot rows")
     ax1.set_ylabel("token hit ratio (% of input tokens)")
     ax1.set_ylim(bottom=0)
-    ax2.set_ylabel("snapshot bytes (GiB, all ranks)")
+    row_bytes = sorted({r["row_bytes"] for r in rows})
+    ax2.set_ylabel(f"snapshot bytes (GiB, all ranks; rows of {', '.join(f'{b:,}' for b in row_bytes)} B)")
     ax2.set_yscale("log")
     ax1.legend(fontsize=7, loc="best")
     fig.suptitle(title, fontsize=10)
@@ -154,6 +156,8 @@ def main():
     p.add_argument("--policies", nargs="+", default=["ends", "last", "every:8", "all"])
     p.add_argument("--rows", type=int, nargs="+", default=[64, 256, 1024], help="device snapshot rows")
     p.add_argument("--host-rows", type=int, nargs="+", default=[0], help="host snapshot rows")
+    p.add_argument("--host-policies", nargs="+",
+                   help="the policies that also run with the host rows above 0 (default: every policy)")
     p.add_argument("--jobs", type=int, default=1, help="runs at once (host runs; one GPU runs one)")
     p.add_argument("--reports", nargs="+", default=[], help="statexfer-sim --json reports instead of running")
     p.add_argument("--json", help="write the summaries and the raw reports here")
@@ -164,13 +168,15 @@ def main():
         p.error("give --sim (run the sweep) or --reports (plot existing reports)")
     reports = []
     if a.sim:
-        grid = [(pol, n, h) for pol in a.policies for h in a.host_rows for n in a.rows]
+        tiered = a.host_policies if a.host_policies else a.policies
+        grid = [(pol, n, h) for pol in a.policies for h in a.host_rows for n in a.rows if h == 0 or pol in tiered]
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
             reports = list(pool.map(lambda g: run_one(a.sim, extra, *g), grid))
     else:
-        for path in a.reports:
+        for path in a.reports:  # a report, or a sweep this tool wrote (its reports)
             with open(path) as f:
-                reports.append(json.load(f))
+                data = json.load(f)
+            reports.extend(data["reports"] if data.get("format") == "statexfer-sim-policies/1" else [data])
     rows = sorted((summary(r) for r in reports), key=lambda r: (r["policy"], r["host_rows"], r["snapshot_rows"]))
     print(table(rows))
     if a.json:

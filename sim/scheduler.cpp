@@ -275,8 +275,11 @@ void Scheduler::advance_requests(Model& model) {
           finished.push_back(s);
         }
       }
-      // The recurrent state: only where a snapshot reads it next (or always, --model-writes all).
-      model.write_row(s, sl.stream.state_seed(), sl.consumed, cfg_.model_writes_all || sl.snapshot.has_value());
+      // The row (state, scratch, consumed tokens in the row and the request state):
+      // only where a snapshot reads it next (or always, --model-writes all). No
+      // other command reads a live row or a request's consumed tokens (a restore
+      // checks its source row's, a reset writes the row).
+      if (cfg_.model_writes_all || sl.snapshot) model.write_row(s, sl.stream.state_seed(), sl.consumed);
     }
   }
   rotate_ = (rotate_ + 1) % C;
