@@ -1,4 +1,5 @@
 #include <statexfer/commands.hpp>
+#include <statexfer/speculative.hpp>
 
 namespace statexfer {
 
@@ -23,6 +24,14 @@ bool is_valid_capacity(std::int64_t capacity) noexcept {
 
 bool is_valid_extended_capacity(std::int64_t capacity) noexcept {
   return capacity >= 1 && capacity <= max_extended_capacity && (capacity & (capacity - 1)) == 0;
+}
+
+const char* to_string(CommitMove move) noexcept {
+  switch (move) {
+    case CommitMove::remap: return "remap";
+    case CommitMove::copy: return "copy";
+  }
+  return "unknown";
 }
 
 }  // namespace statexfer

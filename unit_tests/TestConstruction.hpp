@@ -215,11 +215,15 @@ TEST(TEST_CATEGORY, construction_allocated_commands_initial_values) {
   EXPECT_EQ(statexfer::test::download(c.destination_slots), std::vector<std::int64_t>(8, -1));
   EXPECT_EQ(statexfer::test::download(c.operation), std::vector<std::int32_t>(8, 0));
   EXPECT_EQ(statexfer::test::download(c.expected_consumed), std::vector<std::int64_t>(8, -1));
+  EXPECT_EQ(statexfer::test::download(c.prefix_keys), std::vector<std::int64_t>(8, 0));
   EXPECT_EQ(statexfer::test::download(c.num_ops), std::vector<std::int32_t>(1, 0));
   EXPECT_EQ(statexfer::test::download(c.errors), std::vector<std::int32_t>(8, 0));
+  EXPECT_EQ(statexfer::test::download(c.commit_positions), std::vector<std::int32_t>(8, -1));
+  // Every field but the two device outputs (errors, commit_positions).
   const auto buffers = c.buffers();
   const std::vector<std::string> names = {"state_request_slots", "state_source_slots",      "state_destination_slots",
-                                          "state_operation",     "state_expected_consumed", "state_num_ops"};
+                                          "state_operation",     "state_expected_consumed", "state_prefix_keys",
+                                          "state_num_ops"};
   ASSERT_EQ(buffers.size(), names.size());
   for (std::size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(buffers[i].name, names[i]);
@@ -228,7 +232,8 @@ TEST(TEST_CATEGORY, construction_allocated_commands_initial_values) {
     EXPECT_EQ(buffers[i].extent, names[i] == "state_num_ops" ? 1u : 8u) << names[i];
   }
   EXPECT_EQ(buffers[0].data, c.request_slots.data());
-  EXPECT_EQ(buffers[5].data, c.num_ops.data());
+  EXPECT_EQ(buffers[5].data, c.prefix_keys.data());
+  EXPECT_EQ(buffers[6].data, c.num_ops.data());
 }
 
 TEST(TEST_CATEGORY, construction_capacity_of_hand_made_command_views) {

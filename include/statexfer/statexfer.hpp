@@ -8,6 +8,7 @@
 #include <statexfer/host_tier.hpp>
 #include <statexfer/layout.hpp>
 #include <statexfer/pool.hpp>
+#include <statexfer/speculative.hpp>
 #include <statexfer/transfer.hpp>
 #include <statexfer/version.hpp>
 

@@ -14,6 +14,7 @@
 #include <statexfer/host_tier.hpp>
 #include <statexfer/layout.hpp>
 #include <statexfer/pool.hpp>
+#include <statexfer/speculative.hpp>
 
 namespace statexfer {
 
@@ -53,6 +54,8 @@ struct TransferConfig {
   std::vector<std::string> excluded_regions;
   /// Host rows for operations 2..4 (docs/CONTRACT.md §12); empty: no host tier.
   HostTier<ExecutionSpace> host_tier;
+  /// Commits of speculative decoding, operation 5 (docs/CONTRACT.md §13); positions 0: none.
+  SpeculativeConfig<ExecutionSpace> speculative;
 };
 
 namespace impl {

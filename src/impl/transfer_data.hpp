@@ -35,7 +35,8 @@ struct TransferData {
   PageTable<ExecutionSpace> trailing_tables;
   StateRows<ExecutionSpace> state_rows;
   RequestState<ExecutionSpace> requests;
-  HostTier<ExecutionSpace> host_tier;  // empty: no host tier
+  HostTier<ExecutionSpace> host_tier;             // empty: no host tier
+  SpeculativeConfig<ExecutionSpace> speculative;  // positions 0: no commits
   std::vector<PageBinding<ExecutionSpace>> pages;
   std::vector<PageBinding<ExecutionSpace>> trailing_pages;
 
@@ -63,8 +64,10 @@ struct TransferData {
   ExecutionSpace exec;  // the instance prepare() bound the transfer to
 
   /// The optional checks this transfer has (ValidateFeature): which
-  /// instantiation validate() and validate_and_apply() launch.
+  /// instantiation validate() and validate_and_apply() launch. With commits,
+  /// every part (the others are tested at run time).
   int validate_features() const {
+    if (shape.positions > 0) return feature_every;
     return (shape.host_rows > 0 ? feature_host_tier : 0) | (shape.has_trailing ? feature_trailing : 0);
   }
 
@@ -73,6 +76,7 @@ struct TransferData {
   template <class Launch>
   void with_features(Launch&& launch) const {
     switch (validate_features()) {
+      case feature_every: return launch(std::integral_constant<int, feature_every>());
       case feature_all: return launch(std::integral_constant<int, feature_all>());
       case feature_host_tier: return launch(std::integral_constant<int, feature_host_tier>());
       case feature_trailing: return launch(std::integral_constant<int, feature_trailing>());
@@ -81,7 +85,7 @@ struct TransferData {
   }
 
   /// `Features`: ValidateFunctor's instantiation (validate() passes the parts the transfer has).
-  template <int Features = feature_all>
+  template <int Features = feature_every>
   ValidateFunctor<ExecutionSpace, Features> validate_functor() const {
     ValidateFunctor<ExecutionSpace, Features> f;
     f.request_slots = commands.request_slots;
@@ -100,6 +104,9 @@ struct TransferData {
     f.request_consumed = requests.consumed_tokens;
     f.host_backing = host_tier.backing();
     f.host_capacity = host_tier.capacity();
+    f.prefix_keys = commands.prefix_keys;
+    f.accepted = speculative.accepted;
+    f.commit_positions = commands.commit_positions;
     f.row_bases = RowBases{pool.backing().data(), host_tier.backing().data(), shape.row_bytes};
     f.shape = shape;
     f.lanes = validate_vector_length;
@@ -107,7 +114,7 @@ struct TransferData {
     return f;
   }
 
-  template <int Features = feature_all>
+  template <int Features = feature_every>
   FusedFunctor<ExecutionSpace, Features> fused_functor() const {
     return FusedFunctor<ExecutionSpace, Features>{validate_functor<Features>(), apply_functor()};
   }
@@ -117,6 +124,7 @@ struct TransferData {
     FusedFlatFunctor<ExecutionSpace, Features> f;
     f.validate = validate_functor<Features>();
     f.items = items;
+    f.state_rows = state_rows;
     f.items_per_row = shape.work_items;
     f.chunk_shift = fused_chunk_shift;
     f.chunk_bytes = fused_chunk_bytes;
@@ -128,7 +136,8 @@ struct TransferData {
 
   template <int Words>
   FlatApplyFunctor<ExecutionSpace, Words> flat_functor() const {
-    return FlatApplyFunctor<ExecutionSpace, Words>{commands.errors, plan, items, shape.work_items, flat_shift};
+    return FlatApplyFunctor<ExecutionSpace, Words>{commands.errors,  plan,      items, state_rows,
+                                                   shape.work_items, flat_shift};
   }
 
   ApplyFunctor<ExecutionSpace> apply_functor() const {
@@ -136,6 +145,7 @@ struct TransferData {
     f.errors = commands.errors;
     f.plan = plan;
     f.items = items;
+    f.state_rows = state_rows;
     f.items_per_row = shape.work_items;
     f.bulk = bulk ? 1 : 0;
     return f;

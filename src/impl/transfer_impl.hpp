@@ -21,6 +21,7 @@
 #include "argument_checks.hpp"
 #include "host_tier_checks.hpp"
 #include "instance_setup.hpp"
+#include "speculative_checks.hpp"
 #include "transfer_data.hpp"
 #include "transfer_launch_impl.hpp"
 #include "work_map.hpp"
@@ -114,6 +115,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   auto is_excluded = [&](const std::string& n) {
     return std::find(excluded.begin(), excluded.end(), n) != excluded.end();
   };
+  const std::int64_t key_offset = impl::check_prefix_key(layout, excluded, commands);
+  impl::check_speculative(config.speculative, commands);
 
   std::vector<std::string> bound;
   std::int64_t cache_pages = -1;
@@ -211,6 +214,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   for (const auto& [region, cache] : caches)
     written.emplace_back("the cache of binding '" + region + "'", impl::byte_range(cache));
   if (!config.host_tier.empty()) impl::check_host_tier(pool, config.host_tier, caches, inputs, written);
+  impl::check_speculative_ranges(config, commands, key_offset >= 0, inputs, written);
   const impl::ByteRange errors = impl::byte_range(commands.errors);
   for (const auto& [name, range] : written)
     if (impl::ranges_overlap(errors, range))
@@ -230,6 +234,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.state_rows = config.state_rows;
   d.requests = config.requests;
   d.host_tier = config.host_tier;
+  d.speculative = config.speculative;
 
   d.shape.capacity = c;
   d.shape.rows = pool.rows();
@@ -244,6 +249,9 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.shape.width = static_cast<std::int64_t>(tables.extent(1));
   d.shape.cache_pages = cache_pages;
   d.shape.has_trailing = d.trailing_pages.empty() ? 0 : 1;
+  d.shape.positions = config.speculative.positions;
+  d.shape.key_offset = key_offset;
+  d.shape.remap = config.speculative.move == CommitMove::remap ? 1 : 0;
 
   // Bindings and the work map, built once on the host.
   std::vector<impl::BindingEntry> entries;
@@ -266,7 +274,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   const std::int64_t tile =
       impl::env_integer("STATEXFER_APPLY_TILE_BYTES", impl::tile_bytes, 256, std::int64_t(1) << 30);
   if (tile % 16 != 0) reject("STATEXFER_APPLY_TILE_BYTES must be a multiple of 16, got " + std::to_string(tile));
-  std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans, tile);
+  std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans, tile, key_offset);
   for (impl::WorkItem& item : work)
     if (item.binding >= 0) item.page = entries[static_cast<std::size_t>(item.binding)];
   if (static_cast<std::int64_t>(work.size()) * c > std::numeric_limits<std::int32_t>::max())

@@ -119,6 +119,20 @@ inline statexfer::StateLayout test_layout() {
                                 test_row_bytes);
 }
 
+/// test_layout() with a prefix_key region (docs/CONTRACT.md §14) in the last 8
+/// bytes of `conv`: the same row size, bindings and offsets otherwise.
+inline constexpr std::int64_t off_key = 24;
+inline statexfer::StateLayout keyed_test_layout() {
+  using statexfer::DType;
+  return statexfer::StateLayout({{"consumed_tokens", off_consumed, 8, DType::int64},
+                                 {"conv", off_conv, 16, DType::float32},
+                                 {"prefix_key", off_key, 8, DType::int64},
+                                 {"kv", off_kv, kv_bytes, DType::uint8},
+                                 {"draft", off_draft, draft_bytes, DType::uint8},
+                                 {"meta", off_meta, meta_bytes, DType::uint8}},
+                                test_row_bytes);
+}
+
 inline std::uint8_t pool_pattern(std::int64_t row, std::int64_t byte) {
   return static_cast<std::uint8_t>((row * 29 + byte * 7 + 3) & 0xff);
 }
@@ -382,7 +396,8 @@ struct Batch {
     }
     memory.tables = tables_h.data();
     memory.trailing_tables = trailing_h.data();
-    memory.state_rows = state_h.data();
+    std::vector<std::int64_t> state_rows_copy = state_h;  // the oracle writes only remapping commits' rows
+    memory.state_rows = state_rows_copy.data();
     memory.state_rows_stride = 8;
     memory.request_consumed = consumed_h.data();
     memory.memory_capacity[0] = opt.rows;
