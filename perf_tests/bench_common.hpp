@@ -281,6 +281,15 @@ class Replayer {
   Replayer(const Replayer&) = delete;
   Replayer& operator=(const Replayer&) = delete;
 
+  /// One replay, enqueued (no fence, no timing): a step of a serving loop.
+  void launch() {
+#ifdef KOKKOS_ENABLE_CUDA
+    cudaGraphLaunch(graph_instance_, instance_.stream());
+#else
+    step_(instance_.exec());
+#endif
+  }
+
   double seconds_per_replay(int replays) {
 #ifdef KOKKOS_ENABLE_CUDA
     const cudaStream_t stream = instance_.stream();
@@ -318,6 +327,7 @@ void register_transfer_shapes(const std::vector<NamedShape>& shapes);
 void register_validate_capacity();
 void register_tier_benchmarks();         // --set tiers
 void register_speculative_benchmarks();  // --set speculative
+void register_step_benchmarks();         // --set steps
 
 }  // namespace statexfer::bench
 
