@@ -7,6 +7,8 @@
 //   steps/SHAPE/replay        the graph (validate_and_apply) alone, then synchronise
 //   steps/SHAPE/six_uploads   one deep_copy per command array and num_ops, then the replay
 //   steps/SHAPE/one_upload    StateCommands::upload() of a CommandBatch (one copy), then the replay
+//   steps/SHAPE/mapped        the commands in mapped pinned memory (CommandPlacement::mapped):
+//                             upload() writes them with the CPU, the replay's kernels read them
 //
 // The batch is the workload's snapshot batch, rewritten by the host every step
 // (the same values, so that every step is the same work).
@@ -29,7 +31,7 @@ namespace statexfer::bench {
 
 namespace {
 
-enum class StepKind { replay, six_uploads, one_upload };
+enum class StepKind { replay, six_uploads, one_upload, mapped };
 
 // The six host arrays an engine without CommandBatch keeps (in pinned memory
 // on GPUs, so that its copies are asynchronous too).
@@ -65,7 +67,9 @@ void run_step(benchmark::State& state, const Shape& shape, StepKind kind) {
   const BenchInstance instance;
   std::unique_ptr<Workload> workload;
   try {
-    workload = std::make_unique<Workload>(shape, instance.exec());
+    WorkloadOptions options;
+    if (kind == StepKind::mapped) options.placement = statexfer::CommandPlacement::mapped;
+    workload = std::make_unique<Workload>(shape, instance.exec(), options);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
@@ -76,14 +80,14 @@ void run_step(benchmark::State& state, const Shape& shape, StepKind kind) {
   Replayer replayer(instance, [&](const Exec& e) { w.transfer->validate_and_apply(e); });
   std::function<void()> upload = [] {};
   if (kind == StepKind::six_uploads) upload = [&] { six.upload(exec, w.commands); };
-  if (kind == StepKind::one_upload) upload = [&] { w.commands.upload(exec, w.batch); };
+  if (kind == StepKind::one_upload || kind == StepKind::mapped) upload = [&] { w.commands.upload(exec, w.batch); };
   using clock = std::chrono::steady_clock;
   const int steps = 500;
   std::vector<double> times(static_cast<std::size_t>(steps));
   auto one_step = [&] {
     const auto t0 = clock::now();
     // The host writes the step's batch (the same commands) before it goes up.
-    if (kind == StepKind::one_upload) w.batch.set(0, w.batch[0]);
+    if (kind == StepKind::one_upload || kind == StepKind::mapped) w.batch.set(0, w.batch[0]);
     upload();
     replayer.launch();
     exec.fence();
@@ -108,8 +112,10 @@ void register_step_benchmarks() {
                                     {"decode-c64-64KiB", {64, 64 * KiB, 4, 16 * KiB, 0}, true}};
   for (auto& s : builtin_set("models", false))
     if (s.name == "models/qwen3.5-9b/c1" || s.name == "models/qwen3.5-9b/c8") shapes.push_back(s);
-  const std::pair<const char*, StepKind> kinds[] = {
-      {"replay", StepKind::replay}, {"six_uploads", StepKind::six_uploads}, {"one_upload", StepKind::one_upload}};
+  const std::pair<const char*, StepKind> kinds[] = {{"replay", StepKind::replay},
+                                                    {"six_uploads", StepKind::six_uploads},
+                                                    {"one_upload", StepKind::one_upload},
+                                                    {"mapped", StepKind::mapped}};
   for (const auto& s : shapes)
     for (const auto& [name, kind] : kinds)
       benchmark::RegisterBenchmark(("steps/" + s.name + "/" + name).c_str(),
