@@ -17,34 +17,6 @@ namespace {
 using Exec = Kokkos::DefaultExecutionSpace;
 using Host = Kokkos::HostSpace;
 
-struct Command {
-  std::int64_t slot, src, dst;
-  std::int32_t op;
-  std::int64_t end;
-};
-
-// Upload a batch the way an engine would: write the command arrays, then num_ops.
-void upload(const statexfer::StateCommands<Exec>& c, const std::vector<Command>& batch) {
-  auto slots = Kokkos::create_mirror_view(c.request_slots);
-  auto src = Kokkos::create_mirror_view(c.source_slots);
-  auto dst = Kokkos::create_mirror_view(c.destination_slots);
-  auto op = Kokkos::create_mirror_view(c.operation);
-  auto end = Kokkos::create_mirror_view(c.expected_consumed);
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    slots(i) = batch[i].slot;
-    src(i) = batch[i].src;
-    dst(i) = batch[i].dst;
-    op(i) = batch[i].op;
-    end(i) = batch[i].end;
-  }
-  Kokkos::deep_copy(c.request_slots, slots);
-  Kokkos::deep_copy(c.source_slots, src);
-  Kokkos::deep_copy(c.destination_slots, dst);
-  Kokkos::deep_copy(c.operation, op);
-  Kokkos::deep_copy(c.expected_consumed, end);
-  Kokkos::deep_copy(c.num_ops, static_cast<std::int32_t>(batch.size()));
-}
-
 std::string hex(const std::uint8_t* p, int n) {
   std::string s;
   char buf[4];
@@ -128,8 +100,12 @@ int main(int argc, char* argv[]) {
     std::printf("statexfer example on %s: %lld-byte rows, page of %lld tokens\n", Exec::name(),
                 static_cast<long long>(layout.row_bytes()), static_cast<long long>(page_tokens));
 
-    auto step = [&](const char* title, const std::vector<Command>& batch) {
-      upload(commands, batch);
+    // The host writes each batch into one CommandBatch; upload() copies it in one go.
+    statexfer::CommandBatch<Exec> batch(capacity);
+    auto step = [&](const char* title, const std::vector<statexfer::Command>& commands_of_step) {
+      batch.clear();
+      for (const auto& c : commands_of_step) batch.push_back(c);
+      commands.upload(Exec(), batch);
       transfer.validate();
       transfer.apply();
       Kokkos::fence();
@@ -141,11 +117,12 @@ int main(int argc, char* argv[]) {
 
     show("initial state", pool_h, cache_h, kv, ssm);
     // Snapshot request 0 (row 1, 10 tokens) into row 3: row copy + partial page 0 into row 3's kv.
-    step("snapshot slot 0 -> row 3", {{0, 1, 3, 0, 10}});
+    step("snapshot slot 0 -> row 3", {statexfer::Command::snapshot(0, 1, 3, 10)});
     // Restore row 3 into request 1's live row 2: row copy + the saved kv bytes into request 1's page 1.
-    step("restore row 3 -> slot 1", {{1, 3, 2, 0, 10}});
+    step("restore row 3 -> slot 1", {statexfer::Command::restore(1, 3, 2, 10)});
     // Reset request 0's row. The second command names the wrong endpoint: it is refused and writes nothing.
-    step("reset slot 0, snapshot slot 1 with a wrong endpoint", {{0, -1, 1, 1, 0}, {1, 2, 3, 0, 11}});
+    step("reset slot 0, snapshot slot 1 with a wrong endpoint",
+         {statexfer::Command::reset(0, 1), statexfer::Command::snapshot(1, 2, 3, 11)});
   }
   Kokkos::finalize();
   return 0;

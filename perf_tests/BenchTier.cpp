@@ -44,76 +44,42 @@ std::int64_t consumed_of(const Backing& backing, std::int64_t row) {
   return value;
 }
 
-// Writes command `i` on the host mirrors.
-struct CommandWriter {
-  statexfer::StateCommands<Exec>& c;
-  decltype(Kokkos::create_mirror_view(c.request_slots)) slot = Kokkos::create_mirror_view(c.request_slots);
-  decltype(slot) src = Kokkos::create_mirror_view(c.source_slots);
-  decltype(slot) dst = Kokkos::create_mirror_view(c.destination_slots);
-  decltype(slot) end = Kokkos::create_mirror_view(c.expected_consumed);
-  decltype(Kokkos::create_mirror_view(c.operation)) op = Kokkos::create_mirror_view(c.operation);
-
-  explicit CommandWriter(statexfer::StateCommands<Exec>& commands) : c(commands) {
-    Kokkos::deep_copy(slot, c.request_slots);
-    Kokkos::deep_copy(src, c.source_slots);
-    Kokkos::deep_copy(dst, c.destination_slots);
-    Kokkos::deep_copy(end, c.expected_consumed);
-    Kokkos::deep_copy(op, c.operation);
-  }
-  void set(int i, std::int64_t s, std::int64_t d, std::int32_t operation, std::int64_t e) {
-    slot(i) = -1, src(i) = s, dst(i) = d, op(i) = operation, end(i) = e;
-  }
-  void upload(std::int32_t count) {
-    Kokkos::deep_copy(c.request_slots, slot);
-    Kokkos::deep_copy(c.source_slots, src);
-    Kokkos::deep_copy(c.destination_slots, dst);
-    Kokkos::deep_copy(c.expected_consumed, end);
-    Kokkos::deep_copy(c.operation, op);
-    Kokkos::deep_copy(c.num_ops, count);
-  }
-};
-
 void run(benchmark::State& state, const Shape& shape, Batch batch) {
   const BenchInstance instance;
   std::unique_ptr<Workload> workload;
   try {
-    workload = std::make_unique<Workload>(shape, instance.exec(), 2);
+    workload = std::make_unique<Workload>(shape, instance.exec(), WorkloadOptions{2});
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
   }
   Workload& w = *workload;
   const std::int64_t c = shape.capacity, moved = c + 8, onloaded = c + 7, host_row = 1;
-  CommandWriter commands(w.commands);
-  std::int32_t count = 0;
+  const statexfer::Command snapshot0 = w.batch[0];
   auto offload_at = [&](int i) {
-    commands.set(i, moved, host_row, statexfer::op_offload, consumed_of(w.pool.backing(), moved));
+    w.batch.set(i, statexfer::Command::offload(moved, host_row, consumed_of(w.pool.backing(), moved)));
   };
   if (batch == Batch::onload1 || batch == Batch::mixed_onload) {
     // Host row 1 gets row 16's bytes first, eagerly; command 0 is a snapshot again after.
-    const std::int64_t slot = commands.slot(0), src = commands.src(0), dst = commands.dst(0), end = commands.end(0);
-    const std::int32_t op = commands.op(0);
     offload_at(0);
-    commands.upload(1);
-    w.transfer->validate_and_apply();
+    w.batch.resize(1);
+    w.upload(instance.exec());
+    w.transfer->validate_and_apply(instance.exec());
     instance.exec().fence();
-    commands.slot(0) = slot, commands.src(0) = src, commands.dst(0) = dst, commands.op(0) = op, commands.end(0) = end;
+    w.batch.set(0, snapshot0);
   }
+  std::int32_t count = 0;
+  const auto onload = statexfer::Command::onload(host_row, onloaded, consumed_of(w.host.backing(), host_row));
   switch (batch) {
     case Batch::snapshots4: count = 4; break;
     case Batch::offload1: offload_at(0), count = 1; break;
     case Batch::mixed_offload: offload_at(4), count = 5; break;
-    case Batch::onload1:
-      commands.set(0, host_row, onloaded, statexfer::op_onload, consumed_of(w.host.backing(), host_row));
-      count = 1;
-      break;
-    case Batch::mixed_onload:
-      commands.set(4, host_row, onloaded, statexfer::op_onload, consumed_of(w.host.backing(), host_row));
-      count = 5;
-      break;
+    case Batch::onload1: w.batch.set(0, onload), count = 1; break;
+    case Batch::mixed_onload: w.batch.set(4, onload), count = 5; break;
   }
-  // Snapshot commands 0..3 keep the workload's values (CommandWriter read them back).
-  commands.upload(count);
+  // Snapshot commands 0..3 keep the workload's values.
+  w.batch.resize(count);
+  w.upload(instance.exec());
   w.transfer->validate_and_apply();
   instance.exec().fence();
   auto errors = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.commands.errors);

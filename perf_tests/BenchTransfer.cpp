@@ -28,23 +28,6 @@ namespace {
 
 enum class Step { validate, apply, validate_apply, validate_and_apply, memcpy, memcpy_kernel };
 
-struct alignas(16) Word16 {
-  std::uint64_t lo, hi;
-};
-
-// The second yardstick: a plain kernel copying 16-byte words (a captured
-// deep_copy can become a graph memcpy node, which runs slower on the copy
-// engines than a kernel does at some sizes).
-void kernel_copy(const Exec& e, const Kokkos::View<std::uint8_t*, Exec::memory_space>& dst,
-                 const Kokkos::View<std::uint8_t*, Exec::memory_space>& src) {
-  const std::int64_t words = static_cast<std::int64_t>(src.extent(0) / sizeof(Word16));
-  Word16* d = reinterpret_cast<Word16*>(dst.data());
-  const Word16* s = reinterpret_cast<const Word16*>(src.data());
-  Kokkos::parallel_for(
-      "bench::kernel_copy", Kokkos::RangePolicy<Exec>(e, 0, words),
-      KOKKOS_LAMBDA(const std::int64_t i) { d[i] = s[i]; });
-}
-
 void run(benchmark::State& state, const Shape& shape, Step which) {
   const BenchInstance instance;
   std::unique_ptr<Workload> workload;
@@ -70,7 +53,7 @@ void run(benchmark::State& state, const Shape& shape, Step which) {
       break;
     case Step::validate_and_apply: step = [&](const Exec& e) { w.transfer->validate_and_apply(e); }; break;
     case Step::memcpy: step = [&](const Exec& e) { Kokkos::deep_copy(e, b, a); }; break;
-    case Step::memcpy_kernel: step = [&](const Exec& e) { kernel_copy(e, b, a); }; break;
+    case Step::memcpy_kernel: step = [&](const Exec& e) { copy_kernel(e, b, a); }; break;
   }
   Replayer replayer(instance, step);
   replayer.seconds_per_replay(10);  // warm-up

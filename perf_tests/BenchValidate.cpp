@@ -33,8 +33,13 @@ void run_validate(benchmark::State& state, std::int64_t capacity, Batch batch) {
   const BenchInstance instance;
   Workload w(shape, instance.exec());  // checks that the batch is all-valid
   if (batch == Batch::collide) {
-    Kokkos::deep_copy(w.commands.destination_slots, static_cast<std::int64_t>(capacity + 1));
-    w.transfer->validate();
+    for (std::int64_t i = 0; i < capacity; ++i) {
+      statexfer::Command c = w.batch[i];
+      c.destination = capacity + 1;
+      w.batch.set(i, c);
+    }
+    w.upload(instance.exec());
+    w.transfer->validate(instance.exec());
     instance.exec().fence();
     auto errors = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.commands.errors);
     for (std::int64_t i = 0; i < capacity; ++i)

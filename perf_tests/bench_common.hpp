@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <statexfer/statexfer.hpp>
@@ -40,22 +42,93 @@ void fill_pattern(const View& v, int salt) {
       });
 }
 
+/// The transfer options of a benchmark run: the library reads no environment,
+/// but the benchmark maps these variables to options so that one binary
+/// measures the designs (tools/gpu/apply-variants, device-run sorted-variants):
+/// STATEXFER_VALIDATE_AND_APPLY (0 two launches, 1 teams, 2 flat grid),
+/// STATEXFER_APPLY_WORDS, STATEXFER_APPLY_TEAM_SIZE, STATEXFER_APPLY_TILE_BYTES,
+/// STATEXFER_APPLY_BULK, STATEXFER_VALIDATE_ROWS_PER_TEAM,
+/// STATEXFER_VALIDATE_PEERS_PER_LANE, STATEXFER_VALIDATE_CHUNK,
+/// STATEXFER_VALIDATE_GROUPS, STATEXFER_FUSED_BLOCK, STATEXFER_FUSED_ROUNDS.
+/// The transfer's constructor checks the values' ranges.
+inline statexfer::TransferOptions options_from_environment() {
+  const auto read = [](const char* name, auto& field) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return;
+    char* end = nullptr;
+    const long long value = std::strtoll(text, &end, 10);
+    if (*end != '\0')
+      throw std::invalid_argument(std::string("statexfer-bench: ") + name + "=" + text + " is not an integer");
+    field = static_cast<std::remove_reference_t<decltype(field)>>(value);
+  };
+  statexfer::TransferOptions o;
+  int design = -1;
+  read("STATEXFER_VALIDATE_AND_APPLY", design);
+  if (design == 0) o.validate_and_apply = statexfer::FusedDesign::two_launches;
+  if (design == 1) o.validate_and_apply = statexfer::FusedDesign::teams;
+  if (design == 2) o.validate_and_apply = statexfer::FusedDesign::flat_grid;
+  read("STATEXFER_APPLY_WORDS", o.apply_words);
+  read("STATEXFER_APPLY_TEAM_SIZE", o.apply_team_size);
+  read("STATEXFER_APPLY_TILE_BYTES", o.apply_tile_bytes);
+  read("STATEXFER_APPLY_BULK", o.apply_bulk_copies);
+  read("STATEXFER_VALIDATE_ROWS_PER_TEAM", o.validate_rows_per_team);
+  read("STATEXFER_VALIDATE_PEERS_PER_LANE", o.validate_peers_per_lane);
+  read("STATEXFER_VALIDATE_CHUNK", o.validate_chunk);
+  read("STATEXFER_VALIDATE_GROUPS", o.validate_groups);
+  read("STATEXFER_FUSED_BLOCK", o.fused_block);
+  read("STATEXFER_FUSED_ROUNDS", o.fused_rounds);
+  return o;
+}
+
+/// What a Workload binds besides the shape's pool and pages.
+struct WorkloadOptions {
+  std::int64_t host_rows = 0;  // > 0: a host tier of that many rows (BenchTier.cpp)
+  int positions = 0;           // > 0: speculative positions, K position rows a slot (BenchSpeculative.cpp)
+  statexfer::CommitMove move = statexfer::CommitMove::remap;
+  bool keys = false;                                                            // a prefix_key region
+  statexfer::CommandPlacement placement = statexfer::CommandPlacement::device;  // the command arrays (BenchStep.cpp)
+};
+
+struct alignas(16) Word16 {
+  std::uint64_t lo, hi;
+};
+
+// The copy yardstick: a plain kernel copying 16-byte words (a captured
+// deep_copy can become a graph memcpy node, which runs slower on the copy
+// engines than a kernel does at some sizes).
+inline void copy_kernel(const Exec& e, const Kokkos::View<std::uint8_t*, Exec::memory_space>& dst,
+                        const Kokkos::View<std::uint8_t*, Exec::memory_space>& src) {
+  const std::int64_t words = static_cast<std::int64_t>(src.extent(0) / sizeof(Word16));
+  Word16* d = reinterpret_cast<Word16*>(dst.data());
+  const Word16* s = reinterpret_cast<const Word16*>(src.data());
+  Kokkos::parallel_for(
+      "bench::copy_kernel", Kokkos::RangePolicy<Exec>(e, 0, words),
+      KOKKOS_LAMBDA(const std::int64_t i) { d[i] = s[i]; });
+}
+
 // An all-valid snapshot batch as the reference module's benchmark builds it:
 // every live row copies into its own snapshot row and saves its partial pages.
 // C = shape.capacity commands are written; num_ops = shape.live() of them run.
+// Rows: the null row, C live rows, C * K position rows, `gap` rows, C snapshot rows.
 struct Workload {
   statexfer::StatePool<Exec> pool;
   statexfer::StateCommands<Exec> commands;
+  statexfer::CommandBatch<Exec> batch;  // the snapshot batch; upload() sends what it holds
   std::vector<statexfer::PageBinding<Exec>::cache_view> caches;
   std::unique_ptr<statexfer::PreparedStateTransfer<Exec>> transfer;
   statexfer::HostTier<Exec> host;  // host_rows > 0: bound to the transfer (BenchTier.cpp)
+  statexfer::StateRows<Exec> state_rows;
+  Kokkos::View<std::int32_t*, Exec::memory_space> accepted;  // positions > 0
   std::int64_t bytes_written = 0;
+  std::int64_t endpoint = 0;        // every live request's consumed tokens
+  std::int64_t first_snapshot = 0;  // the snapshot row of command i is first_snapshot + i
 
-  /// Prepares the transfer on `exec`, the instance the benchmark then runs it
-  /// on; with `host_rows` > 0 a host tier of that many rows is bound too.
-  Workload(const Shape& s, const Exec& exec, std::int64_t host_rows = 0) {
+  /// Prepares the transfer on `exec`, the instance the benchmark then runs it on.
+  Workload(const Shape& s, const Exec& exec, const WorkloadOptions& options = {}) : batch(s.capacity) {
     const std::int64_t c = s.capacity;
+    const int k = options.positions;
     std::vector<statexfer::Region> regions{{"consumed_tokens", 0, 8, statexfer::DType::int64}};
+    if (options.keys) regions.push_back({"prefix_key", 8, 8, statexfer::DType::int64});
     std::int64_t offset = 64;
     std::vector<std::string> pages, trailing;
     for (std::int64_t i = 0; i < s.page_regions; ++i, offset += s.page_bytes) {
@@ -67,21 +140,23 @@ struct Workload {
       regions.push_back({trailing.back(), offset, 2 * s.page_bytes, statexfer::DType::uint8});
     }
     const std::int64_t row_bytes = std::max(s.row_bytes, offset);
-    const std::int64_t rows = 2 * c + 2 + s.gap, page_count = c * s.width;
+    first_snapshot = c + 1 + c * k + s.gap;
+    const std::int64_t rows = first_snapshot + c + 1, page_count = c * s.width;
     pool = statexfer::StatePool<Exec>(statexfer::StateLayout(regions, row_bytes), rows, page_count);
     fill_pattern(pool.backing(), 17);
-    commands = statexfer::StateCommands<Exec>::allocate(c);
+    commands = statexfer::StateCommands<Exec>::allocate(c, options.placement);
 
     statexfer::PageTable<Exec> tables("bench::tables", c, s.width);
-    statexfer::StateRows<Exec> state_rows("bench::state_rows", c, 8);
+    state_rows = statexfer::StateRows<Exec>("bench::state_rows", c, 8);
     auto requests = statexfer::RequestState<Exec>::allocate(c);
-    const std::int64_t endpoint = s.width * s.page_tokens - s.page_tokens / 2 - 1;  // mid-page
+    endpoint = s.width * s.page_tokens - s.page_tokens / 2 - 1;  // mid-page
     auto tables_h = Kokkos::create_mirror_view(tables);
     auto rows_h = Kokkos::create_mirror_view(state_rows);
     auto consumed_h = Kokkos::create_mirror_view(requests.consumed_tokens);
     for (std::int64_t i = 0; i < c; ++i) {
       for (std::int64_t l = 0; l < s.width; ++l) tables_h(i, l) = static_cast<std::int32_t>(i * s.width + l);
       rows_h(i, 0) = 1 + i;
+      for (std::int64_t j = 1; j <= k; ++j) rows_h(i, j) = c + 1 + i * k + j - 1;
       consumed_h(i, 0) = endpoint;
     }
     Kokkos::deep_copy(tables, tables_h);
@@ -90,9 +165,16 @@ struct Workload {
 
     statexfer::TransferConfig<Exec> config;
     config.page_tokens = s.page_tokens;
-    if (host_rows > 0) {
-      host = statexfer::HostTier<Exec>(pool.layout(), host_rows);
+    config.options = options_from_environment();
+    if (options.host_rows > 0) {
+      host = statexfer::HostTier<Exec>(pool.layout(), options.host_rows);
       config.host_tier = host;
+    }
+    if (k > 0) {
+      accepted = decltype(accepted)("bench::accepted", c);
+      config.speculative.positions = k;
+      config.speculative.accepted = accepted;
+      config.speculative.move = options.move;
     }
     config.state_rows = state_rows;
     config.requests = requests;
@@ -111,32 +193,32 @@ struct Workload {
     transfer = std::make_unique<statexfer::PreparedStateTransfer<Exec>>(pool, commands, tables, config);
     transfer->prepare(exec);
 
-    auto src_h = Kokkos::create_mirror_view(commands.source_slots);
-    auto dst_h = Kokkos::create_mirror_view(commands.destination_slots);
-    auto slot_h = Kokkos::create_mirror_view(commands.request_slots);
-    auto end_h = Kokkos::create_mirror_view(commands.expected_consumed);
-    for (std::int64_t i = 0; i < c; ++i) {
-      slot_h(i) = i;
-      src_h(i) = 1 + i;
-      dst_h(i) = c + 1 + s.gap + i;
-      end_h(i) = endpoint;
-    }
-    Kokkos::deep_copy(commands.request_slots, slot_h);
-    Kokkos::deep_copy(commands.source_slots, src_h);
-    Kokkos::deep_copy(commands.destination_slots, dst_h);
-    Kokkos::deep_copy(commands.expected_consumed, end_h);
+    for (std::int64_t i = 0; i < c; ++i)
+      batch.set(i, statexfer::Command::snapshot(i, 1 + i, first_snapshot + i, endpoint));
     const std::int64_t live = s.live();
-    Kokkos::deep_copy(commands.num_ops, static_cast<std::int32_t>(live));
+    batch.resize(live);
+    upload(exec);
     for (auto& cache : caches) fill_pattern(cache, 23);
     bytes_written = live * (row_bytes + s.page_regions * s.page_bytes + s.trailing * 2 * s.page_bytes);
 
     // One checked run: every command must apply.
-    transfer->validate();
-    transfer->apply();
+    run_checked(exec, "benchmark batch");
+  }
+
+  /// The batch's upload on `exec` (one copy).
+  void upload(const Exec& exec) const { commands.upload(exec, batch); }
+
+  /// Upload, validate and apply once; throws unless every live command got code 0.
+  void run_checked(const Exec& exec, const std::string& what) const {
+    upload(exec);
+    transfer->validate(exec);
+    transfer->apply(exec);
     exec.fence();
     auto errors = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), commands.errors);
-    for (std::int64_t i = 0; i < live; ++i)
-      if (errors(i) != 0) throw std::runtime_error("benchmark batch is not all-valid: command " + std::to_string(i));
+    for (std::int64_t i = 0; i < batch.size(); ++i)
+      if (errors(i) != 0)
+        throw std::runtime_error(what + " is not all-valid: command " + std::to_string(i) + " got code " +
+                                 std::to_string(errors(i)));
   }
 };
 
@@ -200,6 +282,15 @@ class Replayer {
   Replayer(const Replayer&) = delete;
   Replayer& operator=(const Replayer&) = delete;
 
+  /// One replay, enqueued (no fence, no timing): a step of a serving loop.
+  void launch() {
+#ifdef KOKKOS_ENABLE_CUDA
+    cudaGraphLaunch(graph_instance_, instance_.stream());
+#else
+    step_(instance_.exec());
+#endif
+  }
+
   double seconds_per_replay(int replays) {
 #ifdef KOKKOS_ENABLE_CUDA
     const cudaStream_t stream = instance_.stream();
@@ -235,7 +326,9 @@ class Replayer {
 // before benchmark::Initialize with the shapes the command line selected.
 void register_transfer_shapes(const std::vector<NamedShape>& shapes);
 void register_validate_capacity();
-void register_tier_benchmarks();  // --set tiers
+void register_tier_benchmarks();         // --set tiers
+void register_speculative_benchmarks();  // --set speculative
+void register_step_benchmarks();         // --set steps
 
 }  // namespace statexfer::bench
 

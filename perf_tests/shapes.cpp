@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include <statexfer/commands.hpp>
+#include <test_common/models.hpp>
 
 namespace statexfer::bench {
 
@@ -156,48 +157,9 @@ std::string format_spec(const NamedShape& s) {
 }
 
 const std::vector<std::string>& set_names() {
-  static const std::vector<std::string> names{"facts", "models", "tiers"};
+  static const std::vector<std::string> names{"facts", "models", "tiers", "speculative", "steps"};
   return names;
 }
-
-namespace {
-
-// Per-request state of a hybrid model, from its public config (MODELS.md has
-// the sources and the arithmetic): every recurrent layer keeps an SSM state
-// (heads × head_dim × state_dim) and a convolution state ((kernel - 1) × conv_dim);
-// every attention layer saves its partial KV page (page_tokens × kv_heads ×
-// head_dim × 2 for K and V).
-struct HybridModel {
-  const char* name;
-  std::int64_t recurrent_layers, ssm_heads, ssm_head_dim, ssm_state_dim, ssm_dtype_bytes;
-  std::int64_t conv_kernel, conv_dim, conv_dtype_bytes;
-  std::int64_t attention_layers, kv_heads, head_dim, kv_dtype_bytes;
-
-  std::int64_t row_bytes() const {
-    return recurrent_layers * (ssm_heads * ssm_head_dim * ssm_state_dim * ssm_dtype_bytes +
-                               (conv_kernel - 1) * conv_dim * conv_dtype_bytes);
-  }
-  std::int64_t page_bytes(std::int64_t page_tokens) const {
-    return page_tokens * kv_heads * head_dim * 2 * kv_dtype_bytes;
-  }
-};
-
-const HybridModel models[] = {
-    // Gated DeltaNet: SSM state = value heads × key head dim × value head dim (fp32:
-    // mamba_ssm_dtype float32); conv_dim = 2 × 16 × 128 (Q, K) + 32 × 128 (V).
-    {"qwen3.5-9b", 24, 32, 128, 128, 4, 4, 8192, 2, 8, 4, 256, 2},
-    // Same layer as Qwen3.5's, 36 of 48 layers, state in the model's dtype (bf16).
-    {"qwen3-next-80b-a3b", 36, 32, 128, 128, 2, 4, 8192, 2, 12, 2, 256, 2},
-    // Mamba-2: 128 heads × 64 × state 128 in fp32 (mamba_ssm_cache_dtype);
-    // conv_dim = 128 × 64 + 2 × n_groups 8 × 128.
-    {"nemotron-3-super-120b-a12b", 40, 128, 64, 128, 4, 4, 10240, 2, 8, 2, 128, 2},
-    // Mamba-2: 128 heads × 64 × state 128 in bf16; conv_dim = 8192 + 2 × 1 × 128.
-    {"granite-4.0-h-small", 36, 128, 64, 128, 2, 4, 8448, 2, 4, 8, 128, 2},
-    // Mamba-1: d_inner 8192 channels × state 16 in bf16; conv_dim = d_inner.
-    {"jamba-v0.1", 28, 8192, 1, 16, 2, 4, 8192, 2, 4, 8, 128, 2},
-};
-
-}  // namespace
 
 std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend) {
   std::vector<NamedShape> out;
@@ -219,14 +181,15 @@ std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend) 
     for (std::int64_t c = 1; c <= 64; c *= 2)
       add("sweep-capacity-1MiB/c" + std::to_string(c), {c, MiB / 4, 2, 16 * KiB, 0}, false);
   } else if (name == "models") {
-    for (const auto& m : models)
+    // The models' table is shared with statexfer-sim --model (test_common/models.hpp).
+    for (const auto& m : models::all())
       for (std::int64_t c : {1, 4, 8, 32})
         add(std::string("models/") + m.name + "/c" + std::to_string(c),
             {c, m.row_bytes(), m.attention_layers, m.page_bytes(16), 0}, true);
-  } else if (name == "tiers") {
-    // No transfer shapes: BenchTier.cpp registers its own batches.
+  } else if (name == "tiers" || name == "speculative" || name == "steps") {
+    // No transfer shapes: BenchTier.cpp, BenchSpeculative.cpp and BenchStep.cpp register their own batches.
   } else {
-    throw SpecError("--set " + name + ": unknown set (known: facts, models, tiers, all)");
+    throw SpecError("--set " + name + ": unknown set (known: facts, models, tiers, speculative, steps, all)");
   }
   return out;
 }

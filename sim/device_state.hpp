@@ -91,11 +91,17 @@ class DeviceState {
     capture();
   }
 
-  void upload_tables(const std::vector<std::int32_t>& tables, const std::vector<std::int32_t>& draft_tables) {
-    using HostTable = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-    Kokkos::deep_copy(tables_, HostTable(tables.data(), g_.capacity, g_.table_width));
-    Kokkos::deep_copy(draft_tables_, HostTable(draft_tables.data(), g_.capacity, g_.table_width));
+  /// The rows of `slots` of the host page tables ([C, W] each): only what changed
+  /// (a table of a long trace's width is megabytes).
+  void upload_tables(const std::vector<std::int32_t>& tables, const std::vector<std::int32_t>& draft_tables,
+                     const std::vector<std::int64_t>& slots) {
+    using HostRow = Kokkos::View<const std::int32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    const auto W = static_cast<std::size_t>(g_.table_width);
+    for (const std::int64_t s : slots) {
+      const auto at = static_cast<std::size_t>(s) * W;
+      Kokkos::deep_copy(exec_, Kokkos::subview(tables_, s, Kokkos::ALL()), HostRow(tables.data() + at, W));
+      Kokkos::deep_copy(exec_, Kokkos::subview(draft_tables_, s, Kokkos::ALL()), HostRow(draft_tables.data() + at, W));
+    }
   }
 
   /// One page-table entry of this rank, until the next upload_tables() or set_page().
@@ -103,24 +109,12 @@ class DeviceState {
     Kokkos::deep_copy(exec_, Kokkos::subview(tables_, slot, logical), page);
   }
 
-  /// The command arrays, then the count.
+  /// The command arrays and the count, in one copy (pinned host memory on GPUs;
+  /// run_transfer() fences before the next batch rewrites it).
   void upload_batch(const Batch& batch) {
-    const auto count = static_cast<std::int32_t>(batch.size());
-    for (std::int32_t i = 0; i < count; ++i) {
-      const Command& c = batch[i].cmd;
-      h_slots_(i) = c.slot;
-      h_src_(i) = c.src;
-      h_dst_(i) = c.dst;
-      h_op_(i) = c.op;
-      h_end_(i) = c.end;
-    }
-    h_count_(0) = count;
-    Kokkos::deep_copy(exec_, commands_.request_slots, h_slots_);
-    Kokkos::deep_copy(exec_, commands_.source_slots, h_src_);
-    Kokkos::deep_copy(exec_, commands_.destination_slots, h_dst_);
-    Kokkos::deep_copy(exec_, commands_.operation, h_op_);
-    Kokkos::deep_copy(exec_, commands_.expected_consumed, h_end_);
-    Kokkos::deep_copy(exec_, commands_.num_ops, h_count_);
+    host_batch_.clear();
+    for (const BatchEntry& b : batch) host_batch_.push_back({b.cmd.slot, b.cmd.src, b.cmd.dst, b.cmd.op, b.cmd.end});
+    commands_.upload(exec_, host_batch_);
   }
 
   /// validate [+ combine] + apply, fenced; returns its seconds.
@@ -201,12 +195,7 @@ class DeviceState {
     requests_ = statexfer::RequestState<Exec>::allocate(C);
     if (g_.host_rows > 0) host_tier_ = statexfer::HostTier<Exec>(g_.layout, g_.host_rows);
     commands_ = statexfer::StateCommands<Exec>::allocate(C);
-    h_slots_ = Kokkos::create_mirror_view(commands_.request_slots);
-    h_src_ = Kokkos::create_mirror_view(commands_.source_slots);
-    h_dst_ = Kokkos::create_mirror_view(commands_.destination_slots);
-    h_op_ = Kokkos::create_mirror_view(commands_.operation);
-    h_end_ = Kokkos::create_mirror_view(commands_.expected_consumed);
-    h_count_ = Kokkos::create_mirror_view(commands_.num_ops);
+    host_batch_ = statexfer::CommandBatch<Exec>(C);
     h_errors_ = Kokkos::create_mirror_view(commands_.errors);
   }
 
@@ -320,8 +309,8 @@ class DeviceState {
   statexfer::StateCommands<Exec> commands_;
   std::optional<statexfer::PreparedStateTransfer<Exec>> transfer_;
   std::optional<statexfer::ErrorCombiner<Exec>> combiner_;
-  typename statexfer::StateCommands<Exec>::int64_view::HostMirror h_slots_, h_src_, h_dst_, h_end_;
-  typename statexfer::StateCommands<Exec>::int32_view::HostMirror h_op_, h_count_, h_errors_;
+  statexfer::CommandBatch<Exec> host_batch_{1};
+  typename statexfer::StateCommands<Exec>::int32_view::HostMirror h_errors_;
   Kokkos::View<std::uint64_t*, Mem> bases_;
   Kokkos::View<FillJob*, Mem> jobs_d_;
 #ifdef KOKKOS_ENABLE_CUDA

@@ -85,32 +85,48 @@ class Engine {
   void step() {
     const auto step_start = Clock::now();
     const Batch& batch = scheduler_.plan_batch();
-    if (scheduler_.take_tables_changed()) device_.upload_tables(scheduler_.page_tables(), scheduler_.draft_tables());
-    device_.upload_batch(batch);
+    auto t = Clock::now();
+    stats_.schedule_s += seconds(t - step_start);
+    device_.upload_tables(scheduler_.page_tables(), scheduler_.draft_tables(), scheduler_.take_changed_slots());
     record_batch(batch);
-
-    // Rank-local faults: a partial page unmapped in this rank's table for this batch.
-    const StepFaults faulted = faults_.inject(stats_.steps, batch);
-    for (const auto& [slot, logical] : faulted.unmapped) device_.set_page(slot, logical, -1);
-    const double transfer_s = device_.run_transfer();
-    const std::vector<std::int32_t> codes = device_.errors(batch.size());
-    for (const auto& [slot, logical] : faulted.unmapped)
-      device_.set_page(slot, logical, scheduler_.page_tables()[static_cast<std::size_t>(slot * width() + logical)]);
-    stats_.transfer_s += transfer_s;
+    // A step without commands launches nothing (every rank's batch is empty alike),
+    // as an engine skips a step's state moves when there are none.
+    StepFaults faulted;
+    double transfer_s = 0;
+    std::vector<std::int32_t> codes;
+    if (!batch.empty()) {
+      device_.upload_batch(batch);
+      // Rank-local faults: a partial page unmapped in this rank's table for this batch.
+      faulted = faults_.inject(stats_.steps, batch);
+      for (const auto& [slot, logical] : faulted.unmapped) device_.set_page(slot, logical, -1);
+      stats_.upload_s += lap(t);
+      transfer_s = device_.run_transfer();
+      t = Clock::now();
+      codes = device_.errors(batch.size());
+      for (const auto& [slot, logical] : faulted.unmapped)
+        device_.set_page(slot, logical, scheduler_.page_tables()[static_cast<std::size_t>(slot * width() + logical)]);
+      stats_.readback_s += lap(t);
+      stats_.transfer_s += transfer_s;
+      stats_.transfer_steps++;
+    } else {
+      stats_.upload_s += lap(t);
+    }
 
     double verify_s = 0;
     if (verifier_) {
-      const auto t = Clock::now();
+      t = Clock::now();
       verifier_->check_transfer(stats_.steps, batch, codes, faulted, scheduler_.page_tables(),
                                 scheduler_.draft_tables());
-      verify_s = seconds(Clock::now() - t);
+      verify_s = lap(t);
       stats_.verify_s += verify_s;
       record_verification();
       if (!verifier_->ok()) return;
     }
 
     record_results(batch, codes, faulted);
+    t = Clock::now();
     scheduler_.take_results(codes);
+    stats_.schedule_s += lap(t);
     verify_s += run_model();
 
     // A schedule that can no longer move is a bug: stop rather than spin.
@@ -130,17 +146,29 @@ class Engine {
     const auto start = Clock::now();
     model_.begin_step(stats_.steps);
     scheduler_.advance_requests(model_);
+    auto t = Clock::now();
+    const double advance_s = seconds(t - start);
+    stats_.schedule_s += advance_s;
     device_.run_model(model_.jobs());
     double replica_s = 0;
     if (verifier_) {
-      const auto t = Clock::now();
+      const auto v = Clock::now();
       verifier_->run_model(model_.jobs());
-      replica_s = seconds(Clock::now() - t);
+      replica_s = seconds(Clock::now() - v);
     }
     device_.fence();
+    stats_.fill_s += seconds(Clock::now() - t) - replica_s;
     stats_.model_s += seconds(Clock::now() - start) - replica_s;
     stats_.verify_s += replica_s;
     return replica_s;
+  }
+
+  // Seconds since `t`, and `t` moved to now.
+  static double lap(typename Clock::time_point& t) {
+    const auto now = Clock::now();
+    const double s = seconds(now - t);
+    t = now;
+    return s;
   }
 
   // --- statistics: the only writers of stats_ -------------------------------------
@@ -171,7 +199,7 @@ class Engine {
       stats_.errors[code >= 0 && code <= 6 ? code : 7]++;
       const bool ok = code == 0;
       (ok ? stats_.applied : stats_.failed)[b.kind]++;
-      if (ok) record_bytes(b.cmd);
+      if (ok) record_bytes(b.cmd, b.kind);
       if (ok && b.cmd.op == statexfer::op_restore_from_host) stats_.host_restores++;
       for (const auto& f : faulted.commands)
         if (f.second == static_cast<std::int64_t>(i) && !ok) stats_.fault_commands_refused++;
@@ -182,7 +210,7 @@ class Engine {
   // KV plane, its trailing pages in every draft plane.
   // An offload's bytes go to the host, an onload's and a restore from the host's
   // (its row and the pages it restores from that row) come from it.
-  void record_bytes(const Command& c) {
+  void record_bytes(const Command& c, int kind) {
     const Geometry& g = geometry_;
     stats_.row_bytes_moved += g.row_copy_bytes;
     std::int64_t pages = 0;
@@ -195,6 +223,7 @@ class Engine {
       }
     }
     stats_.page_bytes_moved += pages;
+    if (kind == kind_snapshot) stats_.snapshot_bytes += g.row_copy_bytes + pages;
     if (c.op == statexfer::op_offload) stats_.bytes_to_host += g.row_copy_bytes;
     if (c.op == statexfer::op_onload || c.op == statexfer::op_restore_from_host)
       stats_.bytes_from_host += g.row_copy_bytes + pages;
@@ -215,6 +244,8 @@ class Engine {
     stats_.checkpoint_snapshots = s.checkpoint_snapshots;
     stats_.completion_snapshots = s.completion_snapshots;
     stats_.restore_fallbacks = s.restore_fallbacks;
+    stats_.queued = s.queued;
+    stats_.sim_ms = scheduler_.now_ms();
   }
 
   void record_verification() {
@@ -237,6 +268,10 @@ class Engine {
     stats_.host_evictions = cache.host_evictions();
     stats_.host_published = cache.host_published();
     stats_.total_bytes_moved = comm_.sum(stats_.row_bytes_moved + stats_.page_bytes_moved);
+    stats_.total_snapshot_bytes = comm_.sum(stats_.snapshot_bytes);
+    stats_.queue_ms = scheduler_.queue_delays_ms();
+    stats_.model_state_bytes = model_.state_bytes_written();
+    stats_.model_token_bytes = model_.token_bytes_written();
     if (comm_.distributed()) {
       // Every rank ran the same schedule with the same combined codes.
       for (std::int64_t v : {stats_.steps, stats_.applied[0], stats_.applied[1], stats_.applied[2], stats_.failed[0],

@@ -3,7 +3,8 @@
 //
 //   statexfer-sim                             default synthetic workload (seeded)
 //   statexfer-sim --verify                    check every step against the contract's oracle
-//   statexfer-sim --trace FILE.jsonl          replay a JSON-lines trace
+//   statexfer-sim --trace FILE.jsonl          replay a JSON-lines trace (own or Mooncake format)
+//   statexfer-sim --trace mooncake.jsonl --model qwen3.5-9b --snapshot-policy all
 //   mpirun -np 2 statexfer-sim --tp 2 --verify --inject-fault 1:40
 //                                             tensor parallel, a rank-local fault
 //
@@ -24,13 +25,17 @@
 #include <vector>
 
 #include <statexfer/statexfer.hpp>
+#include <test_common/models.hpp>
 #include <tools/common/openmp_defaults.hpp>
 
+#include "bound.hpp"
 #include "comm.hpp"
 #include "engine.hpp"
+#include "policy.hpp"
 #include "report.hpp"
 #include "sim_config.hpp"
 #include "stats.hpp"
+#include "traces.hpp"
 #include "workload.hpp"
 
 #ifndef STATEXFER_SIM_PLOT_SCRIPT
@@ -125,7 +130,8 @@ bool launched_by_mpi() {
 int run(int argc, char* argv[]) {
   sim::SimConfig cfg;
   sim::SyntheticOptions syn;
-  std::string trace, dump_trace, json_path, plot_path;
+  std::string trace, dump_trace, json_path, plot_path, trace_format = "auto", policy = "ends", model_name,
+                                                       model_writes = "read";
   std::string prefix_len = "256:1024", input_len = "16:256", output_len = "8:48";
   std::vector<std::string> faults;
   bool quiet = false, no_progress = false, progress_forced = false, no_graphs = false, no_combine = false,
@@ -156,12 +162,29 @@ int run(int argc, char* argv[]) {
   app.add_option("--max-context", syn.max_context, "tokens per request at most (synthetic)")
       ->group(wl)
       ->capture_default_str();
-  app.add_option("--trace", trace, "JSON-lines trace to replay instead (see README)")
+  app.add_option("--trace", trace, "JSON-lines trace to replay instead (see README; --requests N: its first N)")
       ->group(wl)
       ->check(CLI::ExistingFile);
+  app.add_option("--trace-format", trace_format,
+                 "auto (Mooncake's when the first line has hash_ids or input_length), sim or mooncake; also "
+                 "--dump-trace's format")
+      ->group(wl)
+      ->capture_default_str();
+  app.add_option("--trace-block-tokens", cfg.block_tokens,
+                 "tokens per block of a Mooncake trace's hash_ids and of the block snapshot policies")
+      ->group(wl)
+      ->capture_default_str();
+  app.add_option("--time-scale", cfg.time_scale, "a trace's arrival = its timestamp (ms) x this (0: all at once)")
+      ->group(wl)
+      ->capture_default_str();
   app.add_option("--dump-trace", dump_trace, "write the workload as a JSON-lines trace")->group(wl);
 
   auto* geo = "Pool and model (whole model; each rank holds a shard)";
+  app.add_option("--model", model_name,
+                 "a hybrid model's state (perf_tests/MODELS.md): row bytes, attention planes, KV bytes per token, no "
+                 "draft planes; options given beside it win. Known: " +
+                     statexfer::models::names())
+      ->group(geo);
   app.add_option("--capacity,-C", cfg.capacity, "request slots = command batch capacity (power of two)")
       ->group(geo)
       ->capture_default_str();
@@ -202,6 +225,22 @@ int run(int argc, char* argv[]) {
       ->group(sch)
       ->capture_default_str();
   app.add_flag("--no-completion-snapshots", no_completion, "do not snapshot finished requests")->group(sch);
+  app.add_option("--snapshot-policy", policy,
+                 "where prefixes are snapshotted: ends (exact endpoints), all (every block boundary), last (the "
+                 "prompt's last block boundary), every:N (every N-th)")
+      ->group(sch)
+      ->capture_default_str();
+  app.add_option("--model-writes", model_writes,
+                 "read: the model writes the bytes later commands read (a row at its snapshot points, the pages a "
+                 "snapshot saves); all: every row it advances and every token's KV entries")
+      ->group(sch)
+      ->capture_default_str();
+  app.add_option("--tokens-per-ms", cfg.tokens_per_ms, "simulated time: tokens computed per millisecond")
+      ->group(sch)
+      ->capture_default_str();
+  app.add_option("--step-ms", cfg.step_ms, "simulated time: milliseconds per step beside its tokens")
+      ->group(sch)
+      ->capture_default_str();
   app.add_option("--max-steps", cfg.max_steps, "stop after N steps (0: run every request)")->group(sch);
 
   auto* chk = "Checking and tensor parallelism";
@@ -237,9 +276,25 @@ int run(int argc, char* argv[]) {
     for (const auto& f : faults) cfg.faults.push_back(parse_fault(f));
     if (cfg.tp < 1) throw CLI::ValidationError("--tp", "must be >= 1");
     if (no_combine && !cfg.verify) throw CLI::ValidationError("--no-combine", "needs --verify");
+    if (model_writes != "read" && model_writes != "all")
+      throw CLI::ValidationError("--model-writes", "expected read or all, got '" + model_writes + "'");
+    try {
+      cfg.policy = sim::SnapshotPolicy::parse(policy);
+      if (!model_name.empty()) {
+        // The model's sizes, unless given beside it (a host run scales the rows down).
+        const auto& m = statexfer::models::find(model_name);
+        if (app.count("--row-bytes") == 0) cfg.row_bytes = m.row_bytes();
+        if (app.count("--kv-planes") == 0) cfg.kv_planes = m.attention_layers;
+        if (app.count("--kv-token-bytes") == 0) cfg.kv_token_bytes = m.kv_token_bytes();
+        if (app.count("--draft-planes") == 0) cfg.draft_planes = 0;
+      }
+    } catch (const std::invalid_argument& e) {
+      throw CLI::ValidationError(e.what());
+    }
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // --help: 0; bad arguments: 2
   }
+  cfg.model_writes_all = model_writes == "all";
   cfg.graphs = !no_graphs;
   cfg.combine = !no_combine;
   cfg.completion_snapshots = !no_completion;
@@ -274,8 +329,16 @@ int run(int argc, char* argv[]) {
     }
   const bool root = comm.rank == 0;
 
-  sim::Workload workload = trace.empty() ? sim::synthesize(syn) : sim::read_trace(trace);
-  if (root && !dump_trace.empty()) sim::write_trace(workload, dump_trace);
+  const sim::TraceFormat format = sim::parse_trace_format(trace_format);
+  sim::Workload workload = trace.empty() ? sim::synthesize(syn) : sim::read_trace(trace, format, cfg.block_tokens);
+  if (!trace.empty() && app.count("--requests") > 0) workload.truncate(syn.requests);
+  if (root && !dump_trace.empty()) {
+    const bool mooncake = format == sim::TraceFormat::mooncake ||
+                          (format == sim::TraceFormat::automatic && workload.format == "mooncake");
+    sim::write_trace(workload, dump_trace, mooncake ? sim::TraceFormat::mooncake : sim::TraceFormat::sim,
+                     cfg.block_tokens);
+  }
+  const sim::ReuseBound bound = sim::attention_bound(workload, cfg.snapshot_rows + cfg.host_snapshot_rows);
 
   sim::Engine<Exec> engine(cfg, workload, comm);
 #ifdef STATEXFER_HAVE_NCCL
@@ -305,11 +368,18 @@ int run(int argc, char* argv[]) {
   info.width = engine.width();
   info.faults = engine.faults();
   info.kokkos = std::string(Exec::name()) + " (concurrency " + std::to_string(Exec().concurrency()) + ")";
+  info.model = model_name;
+  info.bound = bound;
 
   // Every rank's verdict counts.
-  // An injected fault must have been refused on every rank (the combined code).
+  // An injected fault must have been refused on every rank (the combined code);
+  // no run restores more than the attention-only bound lets any prefix cache reuse.
+  const bool within_bound = !bound.available || stats.restored_tokens <= bound.unbounded_tokens;
+  if (!within_bound && root)
+    std::fprintf(stderr, "statexfer-sim: %lld restored tokens exceed the attention-only bound of %lld\n",
+                 static_cast<long long>(stats.restored_tokens), static_cast<long long>(bound.unbounded_tokens));
   const bool ok_here = stats.verify_ok && stats.cross_rank_ok && stats.faults_missed == 0 &&
-                       stats.fault_commands_refused == stats.faults_injected;
+                       stats.fault_commands_refused == stats.faults_injected && within_bound;
   const bool ok = comm.min(ok_here ? 1 : 0) == 1;
   if (!stats.verify_ok && !root) std::fprintf(stderr, "statexfer-sim: %s\n", stats.verify_message.c_str());
   if (root) {

@@ -26,13 +26,17 @@ class Model {
   /// Starts the jobs of step `step`.
   void begin_step(std::int64_t step);
   /// Token `position` of a request with pages `pages` and draft pages
-  /// `draft_pages`: its KV entries from `seed`, and the draft entries of the
-  /// token before it from `previous_seed`.
+  /// `draft_pages`: its KV entries from `seed` (if `kv`), and the draft entries
+  /// of the token before it from `previous_seed` (if `draft`).
   void write_token(std::int64_t position, std::uint64_t seed, std::uint64_t previous_seed,
-                   const std::vector<std::int32_t>& pages, const std::vector<std::int32_t>& draft_pages);
+                   const std::vector<std::int32_t>& pages, const std::vector<std::int32_t>& draft_pages, bool kv = true,
+                   bool draft = true);
   /// The live row of `slot` after the step: recurrent state from `state_seed`,
   /// fresh scratch, and `consumed` in the row and in the request state.
   void write_row(std::int64_t slot, std::uint64_t state_seed, std::int64_t consumed);
+  /// Bytes of the recurrent state written so far (and of KV and draft entries).
+  std::int64_t state_bytes_written() const { return state_bytes_; }
+  std::int64_t token_bytes_written() const { return token_bytes_; }
 
   const std::vector<FillJob>& jobs() const { return jobs_; }
 
@@ -43,9 +47,13 @@ class Model {
   std::int32_t targets() const { return request_target() + 1; }
 
  private:
+  /// One fill, in pieces of at most fill_piece_bytes (many teams on a GPU).
+  void fill(std::int64_t offset, std::uint64_t seed, std::int64_t lo, std::int64_t hi);
+
   const Geometry& g_;
   std::vector<FillJob> jobs_;
   std::uint64_t step_seed_ = 0;
+  std::int64_t state_bytes_ = 0, token_bytes_ = 0;
 };
 
 }  // namespace statexfer::sim

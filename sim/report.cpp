@@ -1,3 +1,6 @@
+// The progress bar, the text summary and the plot (report.hpp); the JSON
+// report is report_json.cpp.
+
 #include "report.hpp"
 
 #include <algorithm>
@@ -8,63 +11,11 @@
 
 #include <statexfer/commands.hpp>
 
+#include "report_format.hpp"
+
 namespace statexfer::sim {
-namespace {
 
-std::string grouped(std::int64_t v) {
-  std::string s = std::to_string(v < 0 ? -v : v), out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
-    out += s[i];
-  }
-  return v < 0 ? "-" + out : out;
-}
-
-std::string bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) b /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
-}
-
-std::string pct(double num, double den) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%.1f%%", den > 0 ? 100.0 * num / den : 0.0);
-  return buf;
-}
-
-struct Summary {
-  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
-};
-Summary summarize(std::vector<float> v) {
-  Summary s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  auto at = [&](double q) {
-    return static_cast<double>(v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]);
-  };
-  s.p50 = at(0.5);
-  s.p90 = at(0.9);
-  s.p99 = at(0.99);
-  s.max = v.back();
-  return s;
-}
-
-std::string us(double v) {
-  char buf[32];
-  if (v >= 1000)
-    std::snprintf(buf, sizeof buf, "%.2f ms", v / 1000);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f us", v);
-  return buf;
-}
-
-std::int64_t total_commands(const Stats& st) { return std::accumulate(st.issued.begin(), st.issued.end(), 0LL); }
-
-}  // namespace
+using namespace report;
 
 void ProgressBar::update(const Stats& st) {
   if (!enabled_) return;
@@ -92,7 +43,7 @@ void ProgressBar::finish() {
 void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
   const SimConfig& c = info.config;
   const Workload& w = *info.workload;
-  const Summary tr = summarize(st.transfer_us), sp = summarize(st.step_us);
+  const Summary tr = summarize(transfer_times(st)), sp = summarize(st.step_us);
   const std::int64_t cmds = total_commands(st);
   const double moved = static_cast<double>(st.total_bytes_moved);
   std::fprintf(out, "statexfer-sim: %s, %d rank%s (combiner %s)%s\n", info.kokkos.c_str(), st.ranks,
@@ -108,8 +59,14 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
         static_cast<long long>(s.input_len.min), static_cast<long long>(s.input_len.max),
         static_cast<long long>(s.output_len.min), static_cast<long long>(s.output_len.max), 100 * s.followup);
   } else {
-    std::fprintf(out, "  workload     trace %s: %s requests\n", w.source.c_str(), grouped(st.requests).c_str());
+    std::fprintf(out, "  workload     trace %s (%s format%s): %s requests\n", w.source.c_str(), w.format.c_str(),
+                 w.hashed ? (", blocks of " + grouped(w.block_tokens) + " tokens").c_str() : "",
+                 grouped(st.requests).c_str());
   }
+  std::fprintf(out, "  policy       snapshots at %s%s; the model writes %s%s%s\n", c.policy.name().c_str(),
+               c.policy.kind == SnapshotPolicy::ends ? "" : (" (blocks of " + grouped(c.block_tokens) + ")").c_str(),
+               c.model_writes_all ? "every row and token it advances" : "what later commands read",
+               info.model.empty() ? "" : "; model ", info.model.c_str());
   std::fprintf(out,
                "  pool         %s rows x %s B per rank (%lld live, %lld snapshot), %lld KV + %lld draft planes, %lld "
                "tokens/page, %s pages, %s of device memory per rank\n",
@@ -129,6 +86,31 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                pct(static_cast<double>(st.hits), static_cast<double>(st.admitted)).c_str(),
                grouped(st.cache_published).c_str(), grouped(st.cache_evictions).c_str(),
                grouped(st.cache_reservations).c_str());
+  const double input = static_cast<double>(st.prompt_tokens);
+  const ReuseBound& b = info.bound;
+  std::string bound = "attention-only bound n/a (no hash ids)";
+  if (b.available)
+    bound = "attention-only bound " + pct2(static_cast<double>(b.unbounded_tokens), b.input_tokens) + " (unbounded), " +
+            pct2(static_cast<double>(b.budget_tokens), b.input_tokens) + " at " + grouped(b.budget_blocks) +
+            " blocks (LRU)";
+  std::fprintf(out, "  reuse        token hit ratio %s (restored / input tokens); %s\n",
+               pct2(static_cast<double>(st.restored_tokens), input).c_str(), bound.c_str());
+  const double snap = static_cast<double>(st.total_snapshot_bytes);
+  std::fprintf(out, "  snapshots    %s taken: %s (all ranks), %s per step, %s per restored token\n",
+               grouped(st.applied[kind_snapshot]).c_str(), bytes(snap).c_str(),
+               bytes(st.steps > 0 ? snap / static_cast<double>(st.steps) : 0).c_str(),
+               bytes(st.restored_tokens > 0 ? snap / static_cast<double>(st.restored_tokens) : 0).c_str());
+  if (w.timed) {
+    const Summary q = summarize(st.queue_ms);
+    double last = 0;
+    for (const RequestSpec& r : w.requests) last = std::max(last, r.arrival_ms * c.time_scale);
+    std::fprintf(out,
+                 "  queueing     %s of %s admissions waited: delay mean %s, p50 %s, p99 %s, max %s; simulated %.1f s "
+                 "for arrivals over %.1f s (%s tokens/ms, %s ms/step, time scale %s)\n",
+                 grouped(st.queued).c_str(), grouped(st.admitted).c_str(), ms(q.mean).c_str(), ms(q.p50).c_str(),
+                 ms(q.p99).c_str(), ms(q.max).c_str(), st.sim_ms / 1000, last / 1000, num(c.tokens_per_ms).c_str(),
+                 num(c.step_ms).c_str(), num(c.time_scale).c_str());
+  }
   if (c.host_snapshot_rows > 0)
     std::fprintf(out,
                  "  host tier    %s rows (%s of host memory per rank): hits %s device + %s host; %s demoted "
@@ -165,13 +147,24 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                bytes(static_cast<double>(st.row_bytes_moved)).c_str(),
                bytes(static_cast<double>(st.page_bytes_moved)).c_str());
   std::fprintf(out,
-               "  time/step    transfer (one rank: validate_and_apply; more: validate + combine + apply) mean %s, p50 "
-               "%s, p99 %s, max %s; whole step mean %s, p99 %s\n",
-               us(tr.mean).c_str(), us(tr.p50).c_str(), us(tr.p99).c_str(), us(tr.max).c_str(), us(sp.mean).c_str(),
-               us(sp.p99).c_str());
+               "  time/step    transfer (one rank: validate_and_apply; more: validate + combine + apply; the %s steps "
+               "with commands) mean %s, p50 %s, p99 %s, max %s; whole step mean %s, p99 %s\n",
+               grouped(st.transfer_steps).c_str(), us(tr.mean).c_str(), us(tr.p50).c_str(), us(tr.p99).c_str(),
+               us(tr.max).c_str(), us(sp.mean).c_str(), us(sp.p99).c_str());
   std::fprintf(
       out, "  bandwidth    %.2f GB/s through the transfers (%.2f s of %.2f s; model writes %.2f s, verify %.2f s)\n",
       st.transfer_s > 0 ? moved / st.transfer_s / 1e9 : 0.0, st.transfer_s, st.wall_s, st.model_s, st.verify_s);
+  const double n = static_cast<double>(std::max<std::int64_t>(st.steps, 1));
+  const double other =
+      std::max(0.0, st.wall_s - st.verify_s - st.schedule_s - st.upload_s - st.transfer_s - st.readback_s - st.fill_s);
+  std::fprintf(
+      out,
+      "  host/step    mean over all steps: scheduling %s, uploads %s, transfer %s, codes back %s, model fills %s "
+      "(%s of state, %s of KV written), other %s\n",
+      us(1e6 * st.schedule_s / n).c_str(), us(1e6 * st.upload_s / n).c_str(), us(1e6 * st.transfer_s / n).c_str(),
+      us(1e6 * st.readback_s / n).c_str(), us(1e6 * st.fill_s / n).c_str(),
+      bytes(static_cast<double>(st.model_state_bytes)).c_str(),
+      bytes(static_cast<double>(st.model_token_bytes)).c_str(), us(1e6 * other / n).c_str());
   if (c.verify)
     std::fprintf(out,
                  "  verify       %s: %s steps checked against the contract's oracle (%s full cache comparisons)%s%s\n",
@@ -183,129 +176,6 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
   if (st.faults_missed > 0)
     std::fprintf(out, "  faults       %s requested fault%s found no command with a partial page\n",
                  grouped(st.faults_missed).c_str(), st.faults_missed == 1 ? "" : "s");
-}
-
-nlohmann::json report_json(const Stats& st, const RunInfo& info) {
-  using nlohmann::json;
-  const SimConfig& c = info.config;
-  const Summary tr = summarize(st.transfer_us), sp = summarize(st.step_us);
-  const std::int64_t cmds = total_commands(st);
-  json j;
-  j["format"] = "statexfer-sim/1";
-  j["backend"] = info.kokkos;
-  j["ranks"] = st.ranks;
-  j["combiner"] = st.combiner;
-  j["cuda_graphs"] = st.graphs;
-  j["config"] = {{"capacity", c.capacity},
-                 {"snapshot_rows", c.snapshot_rows},
-                 {"page_tokens", c.page_tokens},
-                 {"row_bytes", c.row_bytes},
-                 {"kv_planes", c.kv_planes},
-                 {"kv_token_bytes", c.kv_token_bytes},
-                 {"draft_planes", c.draft_planes},
-                 {"draft_token_bytes", c.draft_token_bytes},
-                 {"scratch_bytes", c.scratch_bytes},
-                 {"pages", st.pages},
-                 {"page_table_width", st.width},
-                 {"pool_rows", st.rows},
-                 {"pool_row_bytes_per_rank", st.row_bytes},
-                 {"chunk", c.chunk},
-                 {"step_tokens", c.step_tokens},
-                 {"completion_snapshots", c.completion_snapshots},
-                 {"verify", c.verify},
-                 {"combine", c.combine}};
-  if (info.workload->source == "synthetic") {
-    const SyntheticOptions& s = info.synthetic;
-    j["workload"] = {{"source", "synthetic"},
-                     {"seed", s.seed},
-                     {"requests", s.requests},
-                     {"prefixes", s.prefixes},
-                     {"zipf", s.zipf},
-                     {"prefix_len", {s.prefix_len.min, s.prefix_len.max}},
-                     {"input_len", {s.input_len.min, s.input_len.max}},
-                     {"output_len", {s.output_len.min, s.output_len.max}},
-                     {"followup", s.followup},
-                     {"max_turns", s.max_turns}};
-  } else {
-    j["workload"] = {{"source", "trace"}, {"path", info.workload->source}, {"requests", st.requests}};
-  }
-  j["requests"] = {{"total", st.requests}, {"admitted", st.admitted}, {"completed", st.completed}};
-  j["steps"] = st.steps;
-  j["tokens"] = {{"prompt", st.prompt_tokens},
-                 {"restored", st.restored_tokens},
-                 {"prefill_computed", st.prefill_tokens},
-                 {"decoded", st.decode_tokens}};
-  j["prefix_cache"] = {
-      {"hits", st.hits},
-      {"misses", st.misses},
-      {"hit_rate", st.admitted > 0 ? static_cast<double>(st.hits) / static_cast<double>(st.admitted) : 0.0},
-      {"token_hit_rate",
-       st.prompt_tokens > 0 ? static_cast<double>(st.restored_tokens) / static_cast<double>(st.prompt_tokens) : 0.0},
-      {"published_at_end", st.cache_published},
-      {"evictions", st.cache_evictions},
-      {"reservations", st.cache_reservations},
-      {"reservations_refused", st.cache_refused},
-      {"released_after_failure", st.cache_releases}};
-  const bool tier = c.host_snapshot_rows > 0;
-  if (tier) {
-    j["config"]["host_snapshot_rows"] = c.host_snapshot_rows;
-    j["host_tier"] = {{"rows", c.host_snapshot_rows},
-                      {"host_memory_bytes_per_rank", st.host_memory_bytes},
-                      {"device_hits", st.device_hits},
-                      {"host_hits", st.host_hits},
-                      {"offloads", st.applied[kind_offload]},
-                      {"onloads", st.applied[kind_onload]},
-                      {"host_restores", st.host_restores},
-                      {"demotions", st.demotions},
-                      {"promotions", st.promotions},
-                      {"host_evictions", st.host_evictions},
-                      {"host_published_at_end", st.host_published},
-                      {"this_rank_bytes_device_to_host", st.bytes_to_host},
-                      {"this_rank_bytes_host_to_device", st.bytes_from_host}};
-  }
-  json kinds;
-  for (int k = 0; k < (tier ? kind_count : 3); ++k)
-    kinds[kind_name(k)] = {{"issued", st.issued[k]}, {"applied", st.applied[k]}, {"failed", st.failed[k]}};
-  j["commands"] = {{"total", cmds},
-                   {"by_kind", kinds},
-                   {"checkpoint_snapshots", st.checkpoint_snapshots},
-                   {"completion_snapshots", st.completion_snapshots},
-                   {"restore_fallbacks", st.restore_fallbacks}};
-  json errors;
-  for (int code = 0; code < 8; ++code)
-    errors[code < 7 ? statexfer::command_error_name(code) : "other"] = st.errors[code];
-  j["errors_by_code"] = errors;
-  json faults = json::array();
-  for (const Fault& f : info.faults)
-    faults.push_back({{"rank", f.rank},
-                      {"from_step", f.step},
-                      {"kind", f.kind < 0 ? "any" : kind_name(f.kind)},
-                      {"injected_step", f.injected_step},
-                      {"command", f.command}});
-  j["faults"] = {{"requested", faults},
-                 {"injected", st.faults_injected},
-                 {"refused_on_every_rank", st.fault_commands_refused},
-                 {"missed", st.faults_missed}};
-  j["bytes_moved"] = {{"all_ranks", st.total_bytes_moved},
-                      {"this_rank_rows", st.row_bytes_moved},
-                      {"this_rank_pages", st.page_bytes_moved}};
-  auto timing = [](const Summary& s) {
-    return json{{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
-  };
-  j["time"] = {{"wall_s", st.wall_s},     {"transfer_s", st.transfer_s},        {"model_s", st.model_s},
-               {"verify_s", st.verify_s}, {"transfer_us_per_step", timing(tr)}, {"step_us", timing(sp)}};
-  j["throughput"] = {
-      {"requests_per_s", st.wall_s > 0 ? static_cast<double>(st.completed) / st.wall_s : 0.0},
-      {"commands_per_s", st.wall_s > 0 ? static_cast<double>(cmds) / st.wall_s : 0.0},
-      {"steps_per_s", st.wall_s > 0 ? static_cast<double>(st.steps) / st.wall_s : 0.0},
-      {"transfer_gb_per_s", st.transfer_s > 0 ? static_cast<double>(st.total_bytes_moved) / st.transfer_s / 1e9 : 0.0}};
-  j["verify"] = {{"enabled", c.verify},
-                 {"ok", st.verify_ok},
-                 {"steps_checked", st.verify_steps},
-                 {"full_cache_comparisons", st.verify_full},
-                 {"message", st.verify_message}};
-  j["ranks_consistent"] = st.cross_rank_ok;
-  return j;
 }
 
 bool plot_steps(const Stats& st, const std::string& png, const std::string& script) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bound.hpp"
 #include "sim_config.hpp"
 #include "stats.hpp"
 #include "workload.hpp"
@@ -35,6 +36,8 @@ struct RunInfo {
   std::string kokkos;      ///< backend and concurrency
   std::int64_t width = 0;  ///< page-table width W
   std::vector<Fault> faults;
+  std::string model;  ///< --model (empty: none)
+  ReuseBound bound;   ///< the attention-only reuse bound (block-hashed traces)
 };
 
 /// The human-readable summary (printed by rank 0).

@@ -12,7 +12,11 @@ namespace statexfer::sim {
 Scheduler::Scheduler(const SimConfig& cfg, const Workload& workload, const Geometry& geometry)
     : cfg_(cfg), w_(workload), g_(geometry) {
   const std::int64_t C = g_.capacity;
+  if (!(cfg_.tokens_per_ms > 0) || !(cfg_.step_ms >= 0) || !(cfg_.time_scale >= 0))
+    throw std::invalid_argument("--tokens-per-ms must be > 0, --step-ms and --time-scale >= 0");
+  if (cfg_.block_tokens < 1) throw std::invalid_argument("--trace-block-tokens must be >= 1");
   slots_.resize(static_cast<std::size_t>(C));
+  slot_changed_.assign(static_cast<std::size_t>(C), 0);
   tables_.assign(static_cast<std::size_t>(C * g_.table_width), -1);
   draft_tables_.assign(static_cast<std::size_t>(C * g_.table_width), -1);
   cache_ = PrefixCache(g_.first_snapshot_row(), g_.snapshot_rows, cfg_.host_snapshot_rows);
@@ -31,6 +35,16 @@ std::int64_t Scheduler::pages_needed(std::int64_t request) const {
   return (w_.requests[static_cast<std::size_t>(request)].total_len + g_.page_tokens - 1) / g_.page_tokens;
 }
 
+double Scheduler::arrival(std::int64_t request) const {
+  return w_.requests[static_cast<std::size_t>(request)].arrival_ms * cfg_.time_scale;
+}
+
+void Scheduler::table_changed(std::int64_t s) {
+  if (slot_changed_[static_cast<std::size_t>(s)]) return;
+  slot_changed_[static_cast<std::size_t>(s)] = 1;
+  changed_slots_.push_back(s);
+}
+
 const Batch& Scheduler::plan_batch() {
   const std::int64_t C = g_.capacity;
   batch_.clear();
@@ -47,7 +61,9 @@ const Batch& Scheduler::plan_batch() {
     }
   // Moves in the room the admissions leave (one command per free slot at most).
   std::int64_t room = C - static_cast<std::int64_t>(batch_.size());
-  for (const Slot& sl : slots_) room -= sl.phase == Slot::free ? 1 : 0;
+  std::int64_t free_slots = 0;
+  for (const Slot& sl : slots_) free_slots += sl.phase == Slot::free ? 1 : 0;
+  room -= free_slots;
   moves_ = cache_.take_moves(room);
   for (std::size_t i = 0; i < moves_.size(); ++i) {
     const PrefixCache::Move& m = moves_[i];
@@ -55,19 +71,23 @@ const Batch& Scheduler::plan_batch() {
                       m.offload ? kind_offload : kind_onload,
                       static_cast<std::int64_t>(i)});
   }
+  // Nothing in flight and the next request still to come: the clock jumps to its arrival.
+  if (free_slots == C && !queue_.empty()) now_ms_ = std::max(now_ms_, arrival(queue_.front()));
   for (std::int64_t s = 0; s < C; ++s)
     if (slots_[s].phase == Slot::free && !admit(s)) break;
   return batch_;
 }
 
-// Picks the next request whose parent is done, lays out its pages, looks its
-// prefix up: a restore on a hit, a reset on a miss. False: nothing admissible.
+// Picks the next arrived request whose parent is done, lays out its pages,
+// looks its prefix up: a restore on a hit, a reset on a miss. False: nothing
+// admissible.
 bool Scheduler::admit(std::int64_t s) {
   const std::int64_t W = g_.table_width;
   std::int64_t scanned = 0;
   for (auto it = queue_.begin(); it != queue_.end() && scanned < cfg_.lookahead; ++it, ++scanned) {
     const std::int64_t req = *it;
     const RequestSpec& spec = w_.requests[static_cast<std::size_t>(req)];
+    if (arrival(req) > now_ms_) return false;  // the queue is in arrival order
     if (spec.parent >= 0 && !done_[static_cast<std::size_t>(spec.parent)]) continue;
     const std::int64_t need = pages_needed(req);
     if (need > static_cast<std::int64_t>(free_pages_.size()) ||
@@ -85,27 +105,32 @@ bool Scheduler::admit(std::int64_t s) {
       tables_[s * W + l] = sl.pages.back();
       draft_tables_[s * W + l] = sl.draft_pages.back();
     }
-    tables_changed_ = true;
+    table_changed(s);
     counts_.admitted++;
     counts_.prompt_tokens += spec.prompt_len;
+    const double waited = now_ms_ - arrival(req);
+    queue_ms_.push_back(static_cast<float>(waited));
+    if (waited > 0) counts_.queued++;
 
-    // Longest cached prefix endpoint (exact match of length and hashes).
-    TokenStream walker(w_, req);
-    sl.stream = walker;
-    std::vector<TokenStream> at;
-    for (std::int64_t b : walker.boundaries()) {
-      if (b >= spec.prompt_len) break;
-      while (walker.pos() < b) walker.advance();
-      at.push_back(walker);
+    // Longest snapshotted lookup point (exact match of length and hashes).
+    sl.points = request_points(cfg_.policy, w_, req, cfg_.block_tokens, cfg_.completion_snapshots);
+    sl.stream = TokenStream(w_, req);
+    TokenStream walker = sl.stream;
+    std::vector<PrefixKey> keys;
+    keys.reserve(sl.points.lookups.size());
+    for (const std::int64_t e : sl.points.lookups) {
+      walker.advance(e - walker.pos());
+      keys.push_back(walker.key());
     }
-    for (auto i = at.rbegin(); i != at.rend(); ++i) {
-      if (auto found = cache_.lookup(i->key())) {
+    for (std::size_t i = keys.size(); i-- > 0;) {
+      if (auto found = cache_.lookup(keys[i])) {
         sl.phase = Slot::restore;
-        sl.restore_stream = *i;
-        sl.restore_end = i->pos();
+        sl.restore_end = sl.points.lookups[i];
+        sl.restore_stream = sl.stream;
+        sl.restore_stream.advance(sl.restore_end);
         // A host entry is restored from its host row directly (prefix_cache.hpp says why).
         const std::int32_t op = found->host ? statexfer::op_restore_from_host : statexfer::op_copy;
-        batch_.push_back({{s, found->row, g_.live_row(s), op, i->pos()}, kind_restore, s});
+        batch_.push_back({{s, found->row, g_.live_row(s), op, sl.restore_end}, kind_restore, s});
         counts_.hits++;
         (found->host ? counts_.host_hits : counts_.device_hits)++;
         return true;
@@ -124,8 +149,9 @@ void Scheduler::finish_request(std::int64_t s) {
   Slot& sl = slots_[s];
   for (auto p : sl.pages) free_pages_.push_back(p);
   for (auto p : sl.draft_pages) free_draft_pages_.push_back(p);
-  for (std::int64_t l = 0; l < W; ++l) tables_[s * W + l] = draft_tables_[s * W + l] = -1;
-  tables_changed_ = true;
+  const auto used = static_cast<std::int64_t>(sl.pages.size());  // the rest is unmapped already
+  for (std::int64_t l = 0; l < used && l < W; ++l) tables_[s * W + l] = draft_tables_[s * W + l] = -1;
+  table_changed(s);
   done_[static_cast<std::size_t>(sl.request)] = 1;
   sl = Slot{};
   counts_.completed++;
@@ -156,7 +182,6 @@ void Scheduler::take_results(const std::vector<std::int32_t>& codes) {
           sl.phase = Slot::running;
           sl.consumed = sl.restore_end;
           sl.stream = sl.restore_stream;
-          sl.last_seed = kv_seed(sl.stream.key());
           counts_.restored_tokens += sl.restore_end;
         } else {
           sl.phase = Slot::needs_reset;  // recompute from the start
@@ -176,24 +201,41 @@ void Scheduler::take_results(const std::vector<std::int32_t>& codes) {
   }
 }
 
-// Consumes `tokens` tokens of slot s (stopping early at a checkpoint that gets
-// a snapshot row); returns the tokens consumed.
+// Consumes `tokens` tokens of slot s, stopping early at a snapshot point that
+// gets a row (its state must be in the live row when the snapshot copies it);
+// returns the tokens consumed. The model writes the KV entries of every token,
+// or (--model-writes read) of the tokens in the pages that the next snapshot
+// point's snapshot saves: the partial page before it, and for draft planes the
+// page before that (the draft entry of position p is token p - 1's).
 std::int64_t Scheduler::advance(std::int64_t s, std::int64_t tokens, Model& model) {
   Slot& sl = slots_[s];
   const RequestSpec& spec = w_.requests[static_cast<std::size_t>(sl.request)];
-  const auto& bounds = sl.stream.boundaries();
+  const std::vector<std::int64_t>& points = sl.points.snapshots;
+  const std::int64_t pt = g_.page_tokens;
+  const bool all = cfg_.model_writes_all;
   std::int64_t done = 0;
   while (done < tokens) {
-    const std::int64_t position = sl.consumed;
-    sl.stream.advance();
-    const std::uint64_t seed = kv_seed(sl.stream.key());
-    model.write_token(position, seed, sl.last_seed, sl.pages, sl.draft_pages);
-    sl.last_seed = seed;
-    sl.consumed++;
-    done++;
-    // A prefix endpoint that is not cached yet: snapshot it next step.
-    if (sl.consumed < spec.total_len && std::binary_search(bounds.begin(), bounds.end(), sl.consumed) &&
-        !cache_.contains(sl.stream.key())) {
+    while (sl.next_point < points.size() && points[sl.next_point] <= sl.consumed) ++sl.next_point;
+    const bool point = sl.next_point < points.size();
+    const std::int64_t e = point ? points[sl.next_point] : spec.total_len;
+    const std::int64_t stop = std::min(sl.consumed + tokens - done, e);
+    const std::int64_t kv_from = (e / pt) * pt, draft_from = (e / pt - 1) * pt + 1;
+    const std::int64_t window = !point ? stop : g_.draft_planes > 0 ? draft_from : kv_from;
+    if (!all && window > sl.consumed) {  // tokens no command reads: their hashes only
+      const std::int64_t quiet = std::min(stop, window) - sl.consumed;
+      sl.stream.advance(quiet);
+      sl.consumed += quiet;
+      done += quiet;
+    }
+    for (; sl.consumed < stop; ++sl.consumed, ++done) {
+      const std::int64_t position = sl.consumed;
+      const std::uint64_t previous = kv_seed(sl.stream.key());
+      sl.stream.advance();
+      model.write_token(position, kv_seed(sl.stream.key()), previous, sl.pages, sl.draft_pages,
+                        all || position >= kv_from, all || position >= draft_from);
+    }
+    // A snapshot point that is not cached yet: snapshot it next step.
+    if (point && sl.consumed == e && e < spec.total_len && !cache_.contains(sl.stream.key())) {
       if (auto row = cache_.reserve(sl.stream.key())) {
         sl.snapshot = Pending{sl.stream.key(), *row, false};
         break;
@@ -219,11 +261,13 @@ void Scheduler::advance_requests(Model& model) {
       if (decoding != (pass == 0)) continue;
       const std::int64_t want = decoding ? 1 : std::min({cfg_.chunk, budget, spec.prompt_len - sl.consumed});
       budget -= advance(s, want, model);
-      model.write_row(s, sl.stream.state_seed(), sl.consumed);
       if (sl.consumed == spec.total_len) {
-        // Finished: snapshot the whole sequence for follow-ups, then free the slot.
+        // Finished: snapshot the whole sequence for follow-ups (a completion
+        // point of the policy), then free the slot.
+        const auto& points = sl.points.snapshots;
         std::optional<std::int64_t> row;
-        if (cfg_.completion_snapshots && !cache_.contains(sl.stream.key())) row = cache_.reserve(sl.stream.key());
+        if (!points.empty() && points.back() == spec.total_len && !cache_.contains(sl.stream.key()))
+          row = cache_.reserve(sl.stream.key());
         if (row) {
           sl.snapshot = Pending{sl.stream.key(), *row, true};
           sl.phase = Slot::drain;
@@ -231,10 +275,16 @@ void Scheduler::advance_requests(Model& model) {
           finished.push_back(s);
         }
       }
+      // The row (state, scratch, consumed tokens in the row and the request state):
+      // only where a snapshot reads it next (or always, --model-writes all). No
+      // other command reads a live row or a request's consumed tokens (a restore
+      // checks its source row's, a reset writes the row).
+      if (cfg_.model_writes_all || sl.snapshot) model.write_row(s, sl.stream.state_seed(), sl.consumed);
     }
   }
   rotate_ = (rotate_ + 1) % C;
   for (std::int64_t s : finished) finish_request(s);
+  now_ms_ += cfg_.step_ms + static_cast<double>(cfg_.step_tokens - budget) / cfg_.tokens_per_ms;
 }
 
 }  // namespace statexfer::sim

@@ -2,10 +2,11 @@
 #define STATEXFER_SIM_SCHEDULER_HPP
 
 // Scheduling and page allocation: request slots, admission (first come, first
-// served, a request after its parent), KV and draft pages allocated for a
-// request's whole length, the prefix cache, each step's batch of snapshots,
-// restores and resets, what their codes mean for the requests, and which
-// requests the model advances within the step's token budget.
+// served once arrived, a request after its parent), KV and draft pages
+// allocated for a request's whole length, the prefix cache and the snapshot
+// policy, each step's batch of snapshots, restores and resets, what their codes
+// mean for the requests, which requests the model advances within the step's
+// token budget, and the simulated clock.
 
 #include <cstdint>
 #include <deque>
@@ -23,7 +24,7 @@ namespace statexfer::sim {
 
 /// What the scheduler did so far.
 struct SchedulerCounts {
-  std::int64_t admitted = 0, completed = 0, hits = 0, misses = 0;
+  std::int64_t admitted = 0, completed = 0, hits = 0, misses = 0, queued = 0;
   std::int64_t device_hits = 0, host_hits = 0;  ///< hits by the tier that served them
   std::int64_t prompt_tokens = 0, restored_tokens = 0, prefill_tokens = 0, decode_tokens = 0;
   std::int64_t checkpoint_snapshots = 0, completion_snapshots = 0, restore_fallbacks = 0;
@@ -41,22 +42,30 @@ class Scheduler {
   /// rows, start restored or reset requests, retry failed ones from the start.
   void take_results(const std::vector<std::int32_t>& codes);
   /// Advances the running requests (decode first, then prefill chunks) within
-  /// the step's token budget; `model` gets what they compute. Requests that
-  /// finish are snapshotted next step or freed now.
+  /// the step's token budget; `model` gets what they compute (with
+  /// --model-writes read, only the bytes a later command reads: a row at its
+  /// snapshot points, the KV entries of the pages a snapshot saves). Requests
+  /// that finish are snapshotted next step or freed now. The clock advances by
+  /// the step's duration.
   void advance_requests(Model& model);
 
-  /// Host page tables, [capacity, width] (-1: unmapped), and whether they
-  /// changed since the last call.
+  /// Host page tables, [capacity, width] (-1: unmapped), and the slots whose
+  /// rows of them changed since the last call.
   const std::vector<std::int32_t>& page_tables() const { return tables_; }
   const std::vector<std::int32_t>& draft_tables() const { return draft_tables_; }
-  bool take_tables_changed() {
-    const bool changed = tables_changed_;
-    tables_changed_ = false;
-    return changed;
+  std::vector<std::int64_t> take_changed_slots() {
+    std::vector<std::int64_t> out;
+    out.swap(changed_slots_);
+    for (std::int64_t s : out) slot_changed_[static_cast<std::size_t>(s)] = 0;
+    return out;
   }
 
   const SchedulerCounts& counts() const { return counts_; }
   const PrefixCache& prefix_cache() const { return cache_; }
+  /// Simulated milliseconds since the start.
+  double now_ms() const { return now_ms_; }
+  /// Each admitted request's wait from its arrival to its admission (simulated ms).
+  const std::vector<float>& queue_delays_ms() const { return queue_ms_; }
 
  private:
   struct Pending {
@@ -69,18 +78,21 @@ class Scheduler {
     Phase phase = free;
     std::int64_t request = -1;
     std::int64_t consumed = 0;
-    TokenStream stream;           // at `consumed`
-    std::uint64_t last_seed = 0;  // KV seed of position consumed - 1
+    TokenStream stream;  // at `consumed`
     TokenStream restore_stream;
     std::int64_t restore_end = 0;
     std::optional<Pending> snapshot;
     std::vector<std::int32_t> pages, draft_pages;
+    RequestPoints points;
+    std::size_t next_point = 0;  // the first snapshot point past `consumed`
   };
 
   std::int64_t pages_needed(std::int64_t request) const;
+  double arrival(std::int64_t request) const;
   bool admit(std::int64_t slot);
   std::int64_t advance(std::int64_t slot, std::int64_t tokens, Model& model);
   void finish_request(std::int64_t slot);
+  void table_changed(std::int64_t slot);
 
   const SimConfig& cfg_;
   const Workload& w_;
@@ -93,8 +105,11 @@ class Scheduler {
   PrefixCache cache_;
   std::vector<std::int32_t> free_pages_, free_draft_pages_;
   std::vector<std::int32_t> tables_, draft_tables_;
-  bool tables_changed_ = false;  // the device starts with every entry unmapped too
+  std::vector<std::int64_t> changed_slots_;  // the device starts with every entry unmapped too
+  std::vector<char> slot_changed_;
   std::int64_t rotate_ = 0;
+  double now_ms_ = 0;
+  std::vector<float> queue_ms_;
   SchedulerCounts counts_;
 };
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "batch.hpp"
+#include "policy.hpp"
 
 namespace statexfer::sim {
 
@@ -41,6 +42,14 @@ struct SimConfig {
   std::int64_t step_tokens = 8192;  ///< tokens per step over all requests
   std::int64_t lookahead = 256;     ///< requests the admission scans for one whose parent is done
   bool completion_snapshots = true;
+  SnapshotPolicy policy;            ///< where prefixes are snapshotted (policy.hpp)
+  std::int64_t block_tokens = 512;  ///< the block policies' blocks (a hashed trace's blocks)
+  bool model_writes_all = false;    ///< write every advanced row and token, not only what commands read
+  // Simulated time: a step lasts step_ms + its computed tokens / tokens_per_ms;
+  // a trace's arrivals are its timestamps x time_scale.
+  double tokens_per_ms = 40;
+  double step_ms = 5;
+  double time_scale = 1;
   // Run.
   bool verify = false;
   std::int64_t verify_full_every = 50;  ///< full cache comparison every N steps (and at the end)

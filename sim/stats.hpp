@@ -13,6 +13,7 @@ namespace statexfer::sim {
 struct Stats {
   // Workload.
   std::int64_t requests = 0, admitted = 0, completed = 0, steps = 0;
+  std::int64_t transfer_steps = 0;  ///< steps with commands (the others launch no transfer)
   std::int64_t hits = 0, misses = 0, restored_tokens = 0, prompt_tokens = 0;
   std::int64_t prefill_tokens = 0, decode_tokens = 0;
   // Commands.
@@ -21,6 +22,8 @@ struct Stats {
   std::array<std::int64_t, 8> errors{};                    ///< by combined code 0..6; 7: other
   std::int64_t row_bytes_moved = 0, page_bytes_moved = 0;  ///< this rank's shard
   std::int64_t total_bytes_moved = 0;                      ///< all ranks
+  std::int64_t snapshot_bytes = 0,
+               total_snapshot_bytes = 0;  ///< applied snapshots' rows and pages: this rank, all ranks
   // Prefix cache.
   std::int64_t cache_published = 0, cache_evictions = 0, cache_reservations = 0, cache_refused = 0, cache_releases = 0;
   // Host tier (--host-snapshot-rows): hits by the tier that served them, restores
@@ -35,8 +38,17 @@ struct Stats {
   bool verify_ok = true;
   std::string verify_message;
   bool cross_rank_ok = true;
-  // Timing.
+  // Simulated time: the clock at the end, each admission's wait since its arrival.
+  double sim_ms = 0;
+  std::int64_t queued = 0;  ///< admissions that waited
+  std::vector<float> queue_ms;
+  // The model's writes (this rank): recurrent state, KV and draft entries.
+  std::int64_t model_state_bytes = 0, model_token_bytes = 0;
+  // Timing. The host's share of a step: scheduling (planning, taking the codes,
+  // advancing the requests), uploads (tables, batch), the transfer, reading the
+  // codes back, the model's fills on the device.
   double wall_s = 0, transfer_s = 0, model_s = 0, verify_s = 0;
+  double schedule_s = 0, upload_s = 0, readback_s = 0, fill_s = 0;
   std::vector<float> transfer_us, step_us;
   std::vector<std::int32_t> step_commands;
   // Geometry, for the report.

@@ -4,8 +4,11 @@
 // --verify: after every transfer, the codes the ranks must hold (the contract's
 // oracle on each rank's view of the page tables, combined) against the device's,
 // then the oracle's writes and the model's on the host replica, and the device's
-// pool, host tier, request state and every cache page written since the last comparison,
-// byte for byte (whole caches every --verify-full-every steps and at the end).
+// request state, every row range of the pool and the host tier that a command
+// or the model wrote (or was to write) and every cache page written since the
+// last comparison, byte for byte; the whole pool, host tier and caches every
+// --verify-full-every steps and at the end (rows of tens of MiB make a whole
+// comparison per step the run's cost).
 
 #include <Kokkos_Core.hpp>
 
@@ -13,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <statexfer/combine.hpp>
@@ -45,9 +49,12 @@ class Verifier {
     std::vector<test::CachePage> written;
     replica_.oracle().apply(commands.view, expected, memory, &written);
     dirty_.insert(dirty_.end(), written.begin(), written.end());
-    compare_pool();
+    for (const BatchEntry& b : batch)  // the rows every command writes if it applies (and must not otherwise)
+      if (b.cmd.dst >= 0) dirty_rows_.push_back({b.cmd.op == statexfer::op_offload, b.cmd.dst, 0, g_.row_bytes});
+    const bool full = cfg_.verify_full_every > 0 && (step + 1) % cfg_.verify_full_every == 0;
+    compare_pool(full);
     compare_dirty_pages();
-    if (cfg_.verify_full_every > 0 && (step + 1) % cfg_.verify_full_every == 0) compare_caches();
+    if (full) compare_caches();
     steps_checked_++;
     if (comm_.distributed() && comm_.min(ok_ ? 1 : 0) == 0 && ok_) fail("stopped: another rank's comparison failed");
   }
@@ -55,16 +62,21 @@ class Verifier {
   /// The model's writes of this step, on the replica.
   void run_model(const std::vector<FillJob>& jobs) {
     replica_.run_jobs(jobs);
-    const std::int64_t A = g_.kv_planes, D = g_.draft_planes;
-    for (const FillJob& j : jobs)
+    const std::int64_t A = g_.kv_planes, D = g_.draft_planes, RB = g_.row_bytes;
+    for (const FillJob& j : jobs) {
       if (j.target >= 1 && j.target <= A + D)
         dirty_.push_back({j.target - 1, j.offset / (j.target <= A ? g_.kv_page_bytes : g_.draft_page_bytes)});
+      if (j.target == 0) {  // a range inside one row
+        const std::int64_t end = j.offset + (j.set64 ? 8 : j.hi - j.lo);
+        dirty_rows_.push_back({false, j.offset / RB, j.offset % RB, (end - 1) % RB + 1});
+      }
+    }
   }
 
   /// After the last step: the pool and every cache, on every rank.
   void check_final(std::int64_t step) {
     step_ = step;
-    compare_pool();
+    compare_pool(true);
     if (ok_) compare_caches();
     if (comm_.distributed() && comm_.min(ok_ ? 1 : 0) == 0 && ok_) {
       ok_ = false;
@@ -170,28 +182,54 @@ class Verifier {
     return "padding";
   }
 
-  // Rows [0, rows) of one tier ("pool" or "host"): false at the first difference.
-  bool compare_rows(const char* tier, const std::uint8_t* dev, const std::uint8_t* want, std::int64_t rows) {
+  // Bytes [lo, hi) of `row` of one tier: false at the first difference.
+  template <class Backing>
+  bool compare_range(const char* tier, const Backing& backing, const std::uint8_t* want, std::int64_t row,
+                     std::int64_t lo, std::int64_t hi) {
     const std::int64_t RB = g_.row_bytes;
-    for (std::int64_t row = 0; row < rows; ++row) {
-      if (std::memcmp(dev + row * RB, want + row * RB, static_cast<std::size_t>(RB)) == 0) continue;
-      std::int64_t b = 0;
-      while (dev[row * RB + b] == want[row * RB + b]) ++b;
-      fail(std::string(tier) + " row " + std::to_string(row) + " byte " + std::to_string(b) + " (region " +
-           region_at(b) + "): device " + std::to_string(dev[row * RB + b]) + ", oracle " +
-           std::to_string(want[row * RB + b]));
-      return false;
+    const auto n = static_cast<std::size_t>(hi - lo);
+    const std::uint8_t* dev;
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Backing::memory_space>::accessible) {
+      dev = backing.data() + row * RB + lo;
+    } else {
+      buffer_.resize(n);
+      Kokkos::deep_copy(
+          Kokkos::View<std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(buffer_.data(), n),
+          Kokkos::subview(backing, row, std::make_pair(lo, hi)));
+      dev = buffer_.data();
     }
-    return true;
+    want += row * RB + lo;
+    if (std::memcmp(dev, want, n) == 0) return true;
+    std::int64_t b = 0;
+    while (dev[b] == want[b]) ++b;
+    fail(std::string(tier) + " row " + std::to_string(row) + " byte " + std::to_string(lo + b) + " (region " +
+         region_at(lo + b) + "): device " + std::to_string(dev[b]) + ", oracle " + std::to_string(want[b]));
+    return false;
   }
 
-  void compare_pool() {
-    auto pool = host_copy(device_.pool().backing());
-    if (!compare_rows("pool", pool.data(), replica_.pool().data(), g_.rows)) return;
-    if (g_.host_rows > 0) {
-      auto host = host_copy(device_.host_tier().backing());
-      if (!compare_rows("host", host.data(), replica_.host().data(), g_.host_rows)) return;
+  // The dirty row ranges (`full`: every row of both tiers), then the request state.
+  void compare_pool(bool full) {
+    const auto& pool = device_.pool().backing();
+    const auto& host = device_.host_tier().backing();
+    if (full) {
+      dirty_rows_.clear();
+      for (std::int64_t r = 0; r < g_.rows; ++r) dirty_rows_.push_back({false, r, 0, g_.row_bytes});
+      for (std::int64_t r = 0; r < g_.host_rows; ++r) dirty_rows_.push_back({true, r, 0, g_.row_bytes});
     }
+    std::sort(dirty_rows_.begin(), dirty_rows_.end());
+    for (std::size_t i = 0; i < dirty_rows_.size() && ok_;) {
+      RowRange r = dirty_rows_[i++];
+      for (; i < dirty_rows_.size() && dirty_rows_[i].host == r.host && dirty_rows_[i].row == r.row &&
+             dirty_rows_[i].lo <= r.hi;
+           ++i)
+        r.hi = std::max(r.hi, dirty_rows_[i].hi);
+      if (r.host)
+        compare_range("host", host, replica_.host().data(), r.row, r.lo, r.hi);
+      else
+        compare_range("pool", pool, replica_.pool().data(), r.row, r.lo, r.hi);
+    }
+    dirty_rows_.clear();
+    if (!ok_) return;
     auto consumed = host_copy(device_.requests().consumed_tokens);
     const auto& expected = replica_.request_consumed();
     for (std::int64_t slot = 0; slot < g_.capacity; ++slot)
@@ -255,6 +293,15 @@ class Verifier {
   const DeviceState<Exec>& device_;
   HostReplica replica_;
   std::vector<test::CachePage> dirty_;  // cache pages written since the last comparison
+  struct RowRange {
+    bool host;
+    std::int64_t row, lo, hi;
+    bool operator<(const RowRange& o) const {
+      return host != o.host ? host < o.host : row != o.row ? row < o.row : lo < o.lo;
+    }
+  };
+  std::vector<RowRange> dirty_rows_;  // row ranges written (or to be written) since the last comparison
+  std::vector<std::uint8_t> buffer_;
   std::int64_t step_ = 0;
   bool ok_ = true;
   std::string message_;

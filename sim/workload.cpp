@@ -1,13 +1,9 @@
 #include "workload.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <random>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "content.hpp"
 
@@ -37,6 +33,23 @@ void Workload::finish() {
     r.total_len = r.prompt_len + r.output_len;
     max_total = std::max(max_total, r.total_len);
   }
+  prompt_ends.clear();
+  if (!hashed) return;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const RequestSpec& r = requests[i];
+    const std::int64_t last = (r.input_len - 1) / block_tokens;  // the block of the prompt's last token
+    if (last < r.blocks) prompt_ends[block_id(static_cast<std::int64_t>(i), last)].push_back(r.input_len);
+  }
+  for (auto& [id, ends] : prompt_ends) {
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  }
+}
+
+void Workload::truncate(std::int64_t n) {
+  if (n < 0 || n >= static_cast<std::int64_t>(requests.size())) return;
+  requests.resize(static_cast<std::size_t>(n));
+  finish();
 }
 
 Workload synthesize(const SyntheticOptions& o) {
@@ -96,114 +109,95 @@ Workload synthesize(const SyntheticOptions& o) {
   return w;
 }
 
-Workload read_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open trace " + path);
-  Workload w;
-  w.source = path;
-  std::unordered_map<std::string, std::int64_t> ids;
-  std::string line;
-  std::int64_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    const std::string where = path + ":" + std::to_string(line_no) + ": ";
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(where + e.what());
-    }
-    if (!j.is_object()) throw std::runtime_error(where + "each line must be a JSON object");
-    const auto index = static_cast<std::int64_t>(w.requests.size());
-    RequestSpec r;
-    auto integer = [&](const char* key, std::int64_t fallback) -> std::int64_t {
-      if (!j.contains(key)) return fallback;
-      if (!j[key].is_number_integer()) throw std::runtime_error(where + "'" + key + "' must be an integer");
-      return j[key].get<std::int64_t>();
-    };
-    r.input_len = integer("input", -1);
-    r.output_len = integer("output", -1);
-    if (r.input_len < 1 || r.output_len < 1)
-      throw std::runtime_error(where + "'input' and 'output' (token counts >= 1) are required");
-    r.prefix = integer("prefix", -1);
-    r.prefix_len = integer("prefix_len", 0);
-    if (r.prefix >= 0 && r.prefix_len < 1) throw std::runtime_error(where + "'prefix' needs 'prefix_len' >= 1");
-    r.seed = j.contains("seed") ? j["seed"].get<std::uint64_t>() : mix64(0x7ACEULL + static_cast<std::uint64_t>(index));
-    if (j.contains("parent")) {
-      const auto& p = j["parent"];
-      auto it = ids.find(p.dump());
-      if (it != ids.end())
-        r.parent = it->second;
-      else if (p.is_number_integer())
-        r.parent = p.get<std::int64_t>();
-      else
-        throw std::runtime_error(where + "unknown parent " + p.dump());
-      if (r.parent < 0 || r.parent >= index) throw std::runtime_error(where + "parent must name an earlier request");
-      if (r.prefix >= 0) throw std::runtime_error(where + "'parent' and 'prefix' exclude each other");
-    }
-    if (j.contains("id")) ids[j["id"].dump()] = index;
-    w.requests.push_back(r);
+std::vector<std::int64_t> structural_endpoints(const Workload& w, std::int64_t request) {
+  const RequestSpec& spec = w.requests[static_cast<std::size_t>(request)];
+  if (w.hashed) {
+    return {spec.prompt_len, spec.total_len};
   }
-  try {
-    w.finish();
-  } catch (const std::exception& e) {
-    throw std::runtime_error(path + ": " + e.what());
-  }
-  return w;
-}
-
-void write_trace(const Workload& w, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write trace " + path);
-  out << "# statexfer-sim trace: one request per line (parent: 0-based index of an earlier request)\n";
-  for (const RequestSpec& r : w.requests) {
-    nlohmann::json j;
-    if (r.parent >= 0) j["parent"] = r.parent;
-    if (r.prefix >= 0) {
-      j["prefix"] = r.prefix;
-      j["prefix_len"] = r.prefix_len;
-    }
-    j["input"] = r.input_len;
-    j["output"] = r.output_len;
-    j["seed"] = r.seed;
-    out << j.dump() << '\n';
-  }
-  if (!out) throw std::runtime_error("error writing trace " + path);
-}
-
-TokenStream::TokenStream(const Workload& w, std::int64_t request) {
   std::vector<std::int64_t> chain;
   for (std::int64_t i = request; i >= 0; i = w.requests[static_cast<std::size_t>(i)].parent) chain.push_back(i);
   std::reverse(chain.begin(), chain.end());
   const RequestSpec& root = w.requests[static_cast<std::size_t>(chain.front())];
+  std::vector<std::int64_t> out;
   std::int64_t end = 0;
-  if (root.prefix >= 0) {
-    segments_.push_back({mix64(0xD0C5EEDULL ^ (static_cast<std::uint64_t>(root.prefix) << 20)), root.prefix_len});
-    end += root.prefix_len;
-    boundaries_.push_back(end);
+  if (root.prefix >= 0) out.push_back(end += root.prefix_len);
+  for (std::int64_t i : chain) {
+    const RequestSpec& r = w.requests[static_cast<std::size_t>(i)];
+    out.push_back(end += r.input_len + r.output_len);
   }
+  return out;
+}
+
+namespace {
+
+// A block's tokens depend on its hash id alone (and the position in the block),
+// so equal ids give equal tokens in every request.
+std::uint64_t block_seed(std::int64_t id) { return mix64(0xB10C5EEDULL ^ mix64(static_cast<std::uint64_t>(id))); }
+
+}  // namespace
+
+TokenStream::TokenStream(const Workload& w, std::int64_t request) {
+  const RequestSpec& spec = w.requests[static_cast<std::size_t>(request)];
+  if (w.hashed) {
+    hashed_ = true;
+    const std::int64_t B = w.block_tokens;
+    std::int64_t j = 0;
+    for (; j < spec.blocks; ++j)
+      segments_.push_back({block_seed(w.block_id(request, j)), std::min(B, spec.input_len - j * B)});
+    if (j * B < spec.input_len) segments_.push_back({mix64(spec.seed ^ 0x1A1A1A1AULL), spec.input_len - j * B});
+    segments_.push_back({mix64(spec.seed ^ 0x2B2B2B2BULL), spec.output_len});
+    return;
+  }
+  std::vector<std::int64_t> chain;
+  for (std::int64_t i = request; i >= 0; i = w.requests[static_cast<std::size_t>(i)].parent) chain.push_back(i);
+  std::reverse(chain.begin(), chain.end());
+  const RequestSpec& root = w.requests[static_cast<std::size_t>(chain.front())];
+  if (root.prefix >= 0)
+    segments_.push_back({mix64(0xD0C5EEDULL ^ (static_cast<std::uint64_t>(root.prefix) << 20)), root.prefix_len});
   for (std::int64_t i : chain) {
     const RequestSpec& r = w.requests[static_cast<std::size_t>(i)];
     segments_.push_back({mix64(r.seed ^ 0x1A1A1A1AULL), r.input_len});
     segments_.push_back({mix64(r.seed ^ 0x2B2B2B2BULL), r.output_len});
-    end += r.input_len + r.output_len;
-    boundaries_.push_back(end);
   }
 }
 
-void TokenStream::advance() {
-  while (segment_ < segments_.size() && offset_ >= segments_[segment_].len) {
-    ++segment_;
-    offset_ = 0;
+void TokenStream::advance(std::int64_t n) {
+  if (hashed_ && n > 0) {
+    // The segment (block) of the new last token, and a key of (its seed, the length).
+    while (segment_ < segments_.size() && offset_ + n > segments_[segment_].len) {
+      n -= segments_[segment_].len - offset_;
+      key_.len += segments_[segment_].len - offset_;
+      ++segment_;
+      offset_ = 0;
+    }
+    if (segment_ >= segments_.size()) throw std::logic_error("TokenStream: advanced past the end of the request");
+    offset_ += n;
+    key_.len += n;
+    const std::uint64_t seed = segments_[segment_].seed, len = static_cast<std::uint64_t>(key_.len);
+    key_.h1 = mix64(seed + len * 0x9E3779B97F4A7C15ULL);
+    key_.h2 = mix64(key_.h1 ^ (seed * 0xD1B54A32D192ED03ULL) ^ len);
+    return;
   }
-  if (segment_ >= segments_.size()) throw std::logic_error("TokenStream: advanced past the end of the request");
-  const std::uint64_t token = mix64(segments_[segment_].seed + static_cast<std::uint64_t>(offset_)) & 0x1FFFFu;
-  ++offset_;
-  key_.h1 = (key_.h1 + token + 1) * 0x100000001B3ULL;
-  key_.h2 = mix64(key_.h2 ^ (token * 0x9E3779B97F4A7C15ULL));
-  ++key_.len;
+  while (n > 0) {
+    while (segment_ < segments_.size() && offset_ >= segments_[segment_].len) {
+      ++segment_;
+      offset_ = 0;
+    }
+    if (segment_ >= segments_.size()) throw std::logic_error("TokenStream: advanced past the end of the request");
+    const Segment& sg = segments_[segment_];
+    const std::int64_t take = std::min(n, sg.len - offset_);
+    std::uint64_t h1 = key_.h1, h2 = key_.h2;
+    for (std::int64_t k = 0; k < take; ++k) {
+      const std::uint64_t token = mix64(sg.seed + static_cast<std::uint64_t>(offset_ + k)) & 0x1FFFFu;
+      h1 = (h1 + token + 1) * 0x100000001B3ULL;
+      h2 = mix64(h2 ^ (token * 0x9E3779B97F4A7C15ULL));
+    }
+    key_.h1 = h1;
+    key_.h2 = h2;
+    key_.len += take;
+    offset_ += take;
+    n -= take;
+  }
 }
 
 std::uint64_t TokenStream::state_seed() const {

@@ -2,11 +2,13 @@
 #define STATEXFER_SIM_WORKLOAD_HPP
 
 // Requests with shared prefixes: synthetic (seeded, Zipf-popular prefix
-// documents, multi-turn follow-ups) or read from a JSON-lines trace; their
-// token streams and the rolling hashes that key the prefix cache.
+// documents, multi-turn follow-ups) or read from a JSON-lines trace (traces.hpp:
+// the simulator's own format or Mooncake's block-hashed one); their token
+// streams and the rolling hashes that key the prefix cache.
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace statexfer::sim {
@@ -14,7 +16,10 @@ namespace statexfer::sim {
 /// One request. Its prompt is: the parent's whole sequence (prompt + output) if
 /// `parent` >= 0, else the shared prefix document `prefix` (`prefix_len` tokens)
 /// if `prefix` >= 0, else nothing; then `input_len` tokens of its own. It then
-/// generates `output_len` tokens.
+/// generates `output_len` tokens. In a block-hashed workload (Workload::hashed)
+/// the prompt is `input_len` tokens in blocks of Workload::block_tokens, block j
+/// the tokens of hash id `hash_ids[first_block + j]` (j < blocks; the blocks
+/// past those, if any, the request's own).
 struct RequestSpec {
   std::int64_t parent = -1;
   std::int64_t prefix = -1;
@@ -22,6 +27,9 @@ struct RequestSpec {
   std::int64_t input_len = 1;
   std::int64_t output_len = 1;
   std::uint64_t seed = 0;  ///< tokens of the input and the output
+  double arrival_ms = 0;   ///< when the request may be admitted (simulated time)
+  std::int64_t first_block = 0, blocks = 0;
+  std::int64_t line = 0;  ///< the trace line it came from (0: synthetic)
   // Derived by Workload::finish():
   std::int64_t prompt_len = 0;
   std::int64_t total_len = 0;
@@ -47,21 +55,29 @@ struct SyntheticOptions {
 
 struct Workload {
   std::vector<RequestSpec> requests;
-  std::string source;  ///< "synthetic" or the trace path
+  std::string source;                ///< "synthetic" or the trace path
+  std::string format = "synthetic";  ///< "synthetic", "sim" (own trace format) or "mooncake"
   std::int64_t max_total = 0;
+  bool timed = false;   ///< arrival times from the trace (else every request arrives at 0)
+  bool hashed = false;  ///< prompts are blocks of hash ids (Mooncake)
+  std::int64_t block_tokens = 512;
+  std::vector<std::int64_t> hash_ids;  ///< every request's block ids, RequestSpec::first_block on
+  /// Hashed: the prompt lengths of the requests whose last hash id is the key,
+  /// ascending (the exact prompt ends another prompt can share).
+  std::unordered_map<std::int64_t, std::vector<std::int64_t>> prompt_ends;
 
-  /// Derive prompt and total lengths; std::runtime_error on a bad reference.
+  /// Derive prompt and total lengths (and the prompt-end index); std::runtime_error on a bad reference.
   void finish();
+  /// Keep the first `n` requests (arrival order).
+  void truncate(std::int64_t n);
+  /// Hash id of block j of request i, or -1 past its ids.
+  std::int64_t block_id(std::int64_t i, std::int64_t j) const {
+    const RequestSpec& r = requests[static_cast<std::size_t>(i)];
+    return j < r.blocks ? hash_ids[static_cast<std::size_t>(r.first_block + j)] : -1;
+  }
 };
 
 Workload synthesize(const SyntheticOptions& options);
-
-/// One JSON object per line: {"parent": 3} or {"prefix": 5, "prefix_len": 700},
-/// or neither; "input" and "output" token counts (>= 1); optional "seed" and
-/// "id" (parents may be named by "id" or by 0-based line index of a request).
-/// Blank lines and lines starting with '#' are skipped.
-Workload read_trace(const std::string& path);
-void write_trace(const Workload& workload, const std::string& path);
 
 /// A token sequence key: length and two independent 64-bit rolling hashes.
 struct PrefixKey {
@@ -75,7 +91,15 @@ struct PrefixKeyHash {
   }
 };
 
+/// The exact endpoints of a request's structure, ascending: the end of its
+/// prefix document and of every ancestor's whole sequence, then its own end
+/// (synthetic and own-format traces); its prompt's end, then its own end (hashed).
+std::vector<std::int64_t> structural_endpoints(const Workload& w, std::int64_t request);
+
 /// Walks a request's tokens, keeping the rolling hashes of the prefix consumed.
+/// In a block-hashed workload the key of a prefix is a hash of its length and
+/// of its last block's id (that id names the whole prefix up to and with its
+/// block, traces.hpp checks it), computed in O(1) rather than token by token.
 class TokenStream {
  public:
   struct Segment {
@@ -83,24 +107,21 @@ class TokenStream {
     std::int64_t len;
   };
   TokenStream() = default;
-  /// The request's segments, and the endpoints where a prefix snapshot may exist
-  /// (the end of its prefix document and of every ancestor, its own end).
   TokenStream(const Workload& w, std::int64_t request);
 
-  /// Consume the next token.
-  void advance();
+  /// Consume the next `n` tokens (std::logic_error past the end).
+  void advance(std::int64_t n = 1);
   std::int64_t pos() const { return key_.len; }
   const PrefixKey& key() const { return key_; }
   /// Seed of the state after the prefix consumed so far.
   std::uint64_t state_seed() const;
-  const std::vector<std::int64_t>& boundaries() const { return boundaries_; }
 
  private:
   std::vector<Segment> segments_;
-  std::vector<std::int64_t> boundaries_;
   std::size_t segment_ = 0;
   std::int64_t offset_ = 0;
   PrefixKey key_;
+  bool hashed_ = false;
 };
 
 }  // namespace statexfer::sim

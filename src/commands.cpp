@@ -1,4 +1,6 @@
 #include <statexfer/commands.hpp>
+#include <statexfer/options.hpp>
+#include <statexfer/speculative.hpp>
 
 namespace statexfer {
 
@@ -23,6 +25,24 @@ bool is_valid_capacity(std::int64_t capacity) noexcept {
 
 bool is_valid_extended_capacity(std::int64_t capacity) noexcept {
   return capacity >= 1 && capacity <= max_extended_capacity && (capacity & (capacity - 1)) == 0;
+}
+
+const char* to_string(CommitMove move) noexcept {
+  switch (move) {
+    case CommitMove::remap: return "remap";
+    case CommitMove::copy: return "copy";
+  }
+  return "unknown";
+}
+
+const char* to_string(FusedDesign design) noexcept {
+  switch (design) {
+    case FusedDesign::automatic: return "automatic";
+    case FusedDesign::two_launches: return "two_launches";
+    case FusedDesign::teams: return "teams";
+    case FusedDesign::flat_grid: return "flat_grid";
+  }
+  return "unknown";
 }
 
 }  // namespace statexfer

@@ -17,8 +17,10 @@ void push_tiles(std::vector<WorkItem>& out, WorkKind kind, std::int64_t begin, s
 
 std::vector<WorkItem> build_work_map(std::int64_t row_bytes,
                                      const std::vector<std::pair<std::int64_t, std::int64_t>>& excluded,
-                                     const std::vector<BindingSpan>& bindings, std::int64_t tile) {
-  // Owner of each byte range: -2 excluded, -1 plain, else (binding, part) encoded as 2 * binding + part.
+                                     const std::vector<BindingSpan>& bindings, std::int64_t tile,
+                                     std::int64_t key_offset) {
+  // Owner of each byte range: -3 the prefix key, -2 excluded, -1 plain, else
+  // (binding, part) encoded as 2 * binding + part.
   std::map<std::int64_t, std::int64_t> cuts{{0, -1}, {row_bytes, -1}};
   auto paint = [&](std::int64_t begin, std::int64_t end, std::int64_t owner) {
     if (begin >= end) return;
@@ -32,6 +34,7 @@ std::vector<WorkItem> build_work_map(std::int64_t row_bytes,
     for (std::int32_t part = 0; part < b.parts; ++part)
       paint(b.offset + part * b.page_bytes, b.offset + (part + 1) * b.page_bytes, 2 * b.binding + part);
   for (const auto& [begin, end] : excluded) paint(begin, end, -2);
+  if (key_offset >= 0) paint(key_offset, key_offset + 8, -3);
 
   // Neighbouring ranges of one owner are one range.
   for (auto it = std::next(cuts.begin()); it != cuts.end() && it->first < row_bytes;)
@@ -42,6 +45,10 @@ std::vector<WorkItem> build_work_map(std::int64_t row_bytes,
     const auto next = std::next(it);
     const std::int64_t owner = it->second;
     if (owner == -2) continue;
+    if (owner == -3) {
+      push_tiles(items, work_key, it->first, next->first, -1, 0, tile);
+      continue;
+    }
     const std::int32_t binding = owner < 0 ? -1 : static_cast<std::int32_t>(owner / 2);
     const std::int32_t part = owner < 0 ? 0 : static_cast<std::int32_t>(owner % 2);
     push_tiles(items, work_row, it->first, std::min(next->first, row_bytes), binding, part, tile);

@@ -32,7 +32,9 @@ struct Inputs {
   const OracleCommands* cmd = nullptr;
   const OracleMemory* mem = nullptr;
   std::int64_t consumed_offset = 0;
-  bool trailing = false;  // trailing bindings left after exclusions
+  bool trailing = false;         // trailing bindings left after exclusions
+  std::int64_t K = 0;            // speculative positions (§13)
+  std::int64_t key_offset = -1;  // prefix_key (§14)
 
   std::int64_t slot(std::int64_t r) const { return load(cmd->request_slots, r); }
   std::int64_t src(std::int64_t r) const { return load(cmd->source_slots, r); }
@@ -44,6 +46,12 @@ struct Inputs {
     return load(mem->trailing_tables, slot * W + logical);
   }
   std::int64_t state_row(std::int64_t slot) const { return load(mem->state_rows, slot * mem->state_rows_stride); }
+  // Column j of a slot's state rows: its position row j (§13).
+  std::int64_t state_column(std::int64_t slot, std::int64_t j) const {
+    return load(mem->state_rows, slot * mem->state_rows_stride + j);
+  }
+  std::int32_t accepted(std::int64_t slot) const { return load(mem->accepted, slot); }
+  std::int64_t command_key(std::int64_t r) const { return load(cmd->prefix_keys, r); }
   std::int64_t requested(std::int64_t slot) const { return load(mem->request_consumed, slot * mem->request_stride); }
   // The pool's consumed_tokens of row `row` (0 <= row < SLOTS).
   std::int64_t pool_consumed(std::int64_t row) const {
@@ -57,9 +65,16 @@ struct Inputs {
     std::memcpy(&value, mem->host + row * row_bytes + consumed_offset, sizeof(value));
     return value;
   }
-  // §12: which operations exist, and in which tier each reads and writes.
-  bool known(std::int32_t op) const { return op == 0 || op == 1 || (tier && op >= 2 && op <= 4); }
-  bool reads(std::int32_t op) const { return op == 0 || (tier && op >= 2 && op <= 4); }
+  // The prefix key (§14) of row `row` of the pool or the host tier.
+  std::int64_t row_key(bool host, std::int64_t row) const {
+    std::int64_t value;
+    std::memcpy(&value, (host ? mem->host : mem->pool) + row * row_bytes + key_offset, sizeof(value));
+    return value;
+  }
+  // §12, §13: which operations exist, and in which tier each reads and writes.
+  bool commit(std::int32_t op) const { return K > 0 && op == 5; }
+  bool known(std::int32_t op) const { return op == 0 || op == 1 || (tier && op >= 2 && op <= 4) || commit(op); }
+  bool reads(std::int32_t op) const { return op == 0 || (tier && op >= 2 && op <= 4) || commit(op); }
   bool moves_pages(std::int32_t op) const { return op == 0 || (tier && op == 4); }
   bool src_in_host(std::int32_t op) const { return tier && (op == 3 || op == 4); }
   bool dst_in_host(std::int32_t op) const { return tier && op == 2; }
@@ -80,14 +95,37 @@ Inputs read_inputs(const OracleGeometry& g, const OracleCommands& commands, cons
   in.trailing = !g.trailing_bindings.empty();
   in.tier = g.host_rows > 0;
   in.HOST_SLOTS = in.tier ? std::min(memory.host_capacity, g.host_rows) : 0;
+  in.K = g.positions;
+  in.key_offset = g.key_offset;
   return in;
 }
 
-// §4, first part, for command row r.
+// §13: the rows a commit names through its slot's state rows.
+struct CommitView {
+  std::int64_t a = -1;        // accepted[slot], -1 for an invalid slot
+  bool valid_count = false;   // 0 <= a <= K
+  std::int64_t position = 0;  // its position row, 0 when slot or count is invalid
+  std::int64_t state = 0;     // its live row, 0 for an invalid slot
+};
+
+CommitView commit_view(const Inputs& in, std::int64_t r) {
+  CommitView c;
+  const std::int64_t slot = in.slot(r);
+  const bool valid_slot = 0 <= slot && slot < in.C;
+  if (!valid_slot) return c;
+  c.state = in.state_row(slot);
+  c.a = in.accepted(slot);
+  c.valid_count = 0 <= c.a && c.a <= in.K;
+  if (c.valid_count) c.position = c.a == 0 ? c.state : in.state_column(slot, c.a);
+  return c;
+}
+
+// §4, first part, for command row r. For a commit (§13) src and dst are the
+// position row and the live row its slot names.
 struct RowView {
   std::int64_t slot, src, dst, end;
   std::int32_t op;
-  bool valid_slot, valid_row, snapshot, restore, reset, copying, valid_slots, valid_endpoint, tail;
+  bool valid_slot, valid_row, snapshot, restore, reset, copying, valid_slots, valid_endpoint, tail, commit;
   std::int64_t state, consumed, logical, page;
 };
 
@@ -127,15 +165,33 @@ RowView row_view(const Inputs& in, std::int64_t r) {
     v.restore = v.valid_row && v.dst == v.state && 0 < v.src && v.src < HOST_SLOTS;
     v.valid_slots = v.restore;
     v.consumed = 0 < v.src && v.src < HOST_SLOTS ? in.host_consumed(v.src) : -1;
+  } else if (in.commit(v.op)) {  // §13: the accepted position's row into the live row
+    v.commit = true;
+    const CommitView c = commit_view(in, r);
+    v.valid_slots = v.valid_row && v.src == -1 && v.dst == -1 && c.valid_count && 0 < c.position &&
+                    c.position < SLOTS && (c.a == 0 || c.position != v.state);
+    v.consumed = 0 < c.position && c.position < SLOTS ? in.pool_consumed(c.position) : -1;
+    v.src = c.position;
+    v.dst = c.state;
+    v.valid_endpoint = c.valid_count && v.end > 0 && v.end <= W * PT - c.a && v.consumed == v.end + c.a;
   } else {
     v.consumed = -1;
   }
-  if (!v.copying)
+  if (v.commit)
+    ;  // decided above
+  else if (!v.copying)
     v.valid_endpoint = v.end == 0;
   else if (in.moves_pages(v.op))
     v.valid_endpoint = v.end > 0 && v.end == v.consumed && v.end <= W * PT;
   else
     v.valid_endpoint = v.end > 0 && v.end == v.consumed;
+  // §14: a restore, an offload, an onload and a restore from the host read a
+  // snapshot row, which must hold the command's prefix key.
+  if (in.key_offset >= 0 && v.copying && !v.commit && !(v.op == 0 && v.snapshot)) {
+    const bool host = in.src_in_host(v.op);
+    const bool in_tier = 0 < v.src && v.src < (host ? HOST_SLOTS : SLOTS);
+    v.valid_endpoint = v.valid_endpoint && in_tier && in.row_key(host, v.src) == in.command_key(r);
+  }
   v.tail = in.moves_pages(v.op) && v.end > 0 && v.end % PT != 0;
   v.logical = v.tail ? v.end / PT : -1;  // only used where the endpoint is positive
   v.page = (v.tail && v.valid_slots && 0 <= v.logical && v.logical < W) ? in.table(v.slot, v.logical) : -1;
@@ -145,7 +201,7 @@ RowView row_view(const Inputs& in, std::int64_t r) {
 // §4, the values of another row o as the conflict test sees them.
 struct OtherView {
   std::int64_t src, dst;
-  bool copy, restore, tail;
+  bool copy, restore, tail, commit;
   bool src_host, dst_host;  // the tier of the rows it reads and writes (§12)
   std::int64_t page;
 };
@@ -158,6 +214,14 @@ OtherView other_view(const Inputs& in, std::int64_t o) {
   const std::int64_t end = in.end(o);
   const std::int32_t op = in.op(o);
   v.copy = in.reads(op);
+  if (in.commit(op)) {  // §13: its position row and live row, no page
+    const CommitView c = commit_view(in, o);
+    v.commit = true;
+    v.src = c.position;
+    v.dst = c.state;
+    v.page = -1;
+    return v;
+  }
   v.src_host = in.src_in_host(op);
   v.dst_host = in.dst_in_host(op);
   const bool slot_ok = 0 <= slot && slot < in.C;
@@ -219,10 +283,18 @@ std::int64_t ContractOracle::cache_page_bytes(std::size_t i) const {
   return i < pages ? geometry_.page_bindings[i].nbytes : geometry_.trailing_bindings[i - pages].nbytes / 2;
 }
 
-std::vector<std::int32_t> ContractOracle::validate(const OracleCommands& commands, const OracleMemory& memory) const {
+std::vector<std::int32_t> ContractOracle::validate(const OracleCommands& commands, const OracleMemory& memory,
+                                                   std::vector<std::int32_t>* commit_positions) const {
   const Inputs in = read_inputs(geometry_, commands, memory);
   const std::int64_t C = in.C, count = in.count;
   std::vector<std::int32_t> codes(static_cast<std::size_t>(C), 0);
+  if (commit_positions != nullptr) {
+    // §13: a live commit's accepted count as read, -1 for every other row.
+    commit_positions->assign(static_cast<std::size_t>(C), -1);
+    for (std::int64_t r = 0; r < count && count <= C; ++r)
+      if (in.commit(in.op(r)))
+        (*commit_positions)[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(commit_view(in, r).a);
+  }
   if (count < 0 || count > C) {
     std::fill(codes.begin(), codes.end(), 5);
     return codes;
@@ -239,7 +311,8 @@ std::vector<std::int32_t> ContractOracle::validate(const OracleCommands& command
       const OtherView w = other_view(in, o);
       if ((v.dst == w.dst && v_dst_host == w.dst_host) || (v.copying && v.src == w.dst && v_src_host == w.dst_host) ||
           (w.copy && v.dst == w.src && v_dst_host == w.src_host) ||
-          (v.tail && w.tail && v.page >= 0 && v.page == w.page && (v.restore || w.restore)))
+          (v.tail && w.tail && v.page >= 0 && v.page == w.page && (v.restore || w.restore)) ||
+          ((v.commit || w.commit) && v.copying && w.copy && v.src == w.src && v_src_host == w.src_host))
         conflict = true;
     }
     std::int32_t code = 0;
@@ -278,14 +351,34 @@ void ContractOracle::apply(const OracleCommands& commands, const std::vector<std
   // The row `row` of the tier `host` names.
   auto row_at = [&](bool host, std::int64_t row) { return (host ? memory.host : pool) + row * RB; };
 
-  // 1. Rows: all bytes but the excluded regions (page regions included for tier moves).
+  // §13: commits, decided on the state rows as validate() read them.
+  std::vector<std::pair<std::int64_t, CommitView>> commits;
+  for (std::int64_t r : acting)
+    if (in.commit(in.op(r))) commits.emplace_back(r, commit_view(in, r));
+
+  // 1. Rows: all bytes but the excluded regions (page regions included for tier
+  //    moves); a copying commit copies its position row into its live row.
   for (std::int64_t r : acting) {
     const std::int32_t op = in.op(r);
+    if (in.commit(op)) continue;
     std::uint8_t* dst = row_at(in.dst_in_host(op), in.dst(r));
     const std::uint8_t* src = in.reads(op) ? row_at(in.src_in_host(op), in.src(r)) : nullptr;
     for (std::int64_t b = 0; b < RB; ++b)
       if (copied_[static_cast<std::size_t>(b)]) dst[b] = src != nullptr ? src[b] : 0;
   }
+  for (const auto& [r, c] : commits) {
+    if (g.remap || c.a == 0) continue;
+    for (std::int64_t b = 0; b < RB; ++b)
+      if (copied_[static_cast<std::size_t>(b)]) pool[c.state * RB + b] = pool[c.position * RB + b];
+  }
+
+  // §14: a snapshot writes its prefix key into the destination row.
+  if (g.key_offset >= 0)
+    for (std::int64_t r : acting)
+      if (in.op(r) == 0 && in.src(r) == in.state_row(in.slot(r))) {
+        const std::int64_t key = in.command_key(r);
+        std::memcpy(pool + in.dst(r) * RB + g.key_offset, &key, sizeof(key));
+      }
 
   // A snapshot moves cache page -> destination row; a restore, source row -> cache page.
   auto move = [&](std::int64_t r, std::size_t cache, std::int64_t page, std::int64_t offset, std::int64_t nbytes) {
@@ -322,6 +415,15 @@ void ContractOracle::apply(const OracleCommands& commands, const std::vector<std
         move(r, g.page_bindings.size() + i, page, b.offset + part * half, half);
       }
     }
+  }
+
+  // §13: a remapping commit makes its position row the live row.
+  for (const auto& [r, c] : commits) {
+    if (!g.remap || c.a == 0) continue;
+    const std::int64_t slot = in.slot(r);
+    std::int64_t* rows = memory.state_rows + slot * memory.state_rows_stride;
+    std::memcpy(rows, &c.position, sizeof(std::int64_t));
+    std::memcpy(rows + c.a, &c.state, sizeof(std::int64_t));
   }
 }
 

@@ -8,7 +8,9 @@
 // and it includes nothing of the library so that it cannot share its mistakes.
 //
 // The host tier (§12) is read the same way: operations 2..4 when the geometry
-// has host rows, HOST_SLOTS = min(host capacity, host rows).
+// has host rows, HOST_SLOTS = min(host capacity, host rows); commits (§13):
+// operation 5 when the geometry has speculative positions; prefix keys (§14)
+// when it has a key offset.
 //
 // Scope: a configuration the library accepts (§3 errors are not modelled). The
 // hardening the library shares (§7): the usable rows are min(memory_capacity[0],
@@ -40,7 +42,10 @@ struct OracleGeometry {
   std::vector<std::pair<std::int64_t, std::int64_t>> excluded;  ///< [begin, end) bytes of a row never copied
   std::vector<OracleBinding> page_bindings;                     ///< left after exclusions, in binding order
   std::vector<OracleBinding> trailing_bindings;                 ///< left after exclusions, in binding order
-  std::int64_t host_rows = 0;  ///< rows of the host tier (§12); 0: no host tier (operations 2..4 unknown)
+  std::int64_t host_rows = 0;    ///< rows of the host tier (§12); 0: no host tier (operations 2..4 unknown)
+  std::int64_t positions = 0;    ///< K, speculative positions (§13); 0: no commits (operation 5 unknown)
+  bool remap = true;             ///< commits swap state-row entries (else they copy the position row)
+  std::int64_t key_offset = -1;  ///< byte offset of the prefix_key region (§14); -1: none
 };
 
 /// The command arrays (each [capacity]) and num_ops.
@@ -51,6 +56,7 @@ struct OracleCommands {
   const std::int32_t* operation = nullptr;
   const std::int64_t* expected_consumed = nullptr;
   std::int32_t num_ops = 0;
+  const std::int64_t* prefix_keys = nullptr;  ///< [C], read only with a key offset
 };
 
 /// The memory validate() reads and apply() writes. Integer arrays are read
@@ -60,8 +66,11 @@ struct OracleMemory {
   std::vector<std::uint8_t*> caches;     ///< page bindings', then trailing bindings': [cache_pages, page bytes]
   const std::int32_t* tables = nullptr;  ///< [C, W]
   const std::int32_t* trailing_tables = nullptr;  ///< [C, W]; read only with trailing bindings
-  const std::int64_t* state_rows = nullptr;       ///< column 0 of [C, state_rows_stride]: the live row of a slot
+  /// [C, state_rows_stride]: column 0 the live row of a slot, columns 1..K its
+  /// position rows; remapping commits' swaps are written here (§13)
+  std::int64_t* state_rows = nullptr;
   std::int64_t state_rows_stride = 8;
+  const std::int32_t* accepted = nullptr;          ///< [C]: each slot's accepted count; read only with positions
   const std::int64_t* request_consumed = nullptr;  ///< column 0 of [C, request_stride]
   std::int64_t request_stride = 1;
   std::int64_t memory_capacity[2] = {0, 0};  ///< {rows, pages} as the pool's memory_capacity holds them
@@ -86,11 +95,14 @@ class ContractOracle {
   std::int64_t cache_page_bytes(std::size_t i) const;
 
   /// §4: the code of every command row (int32 [C]): rows past num_ops get 0,
-  /// every row 5 when num_ops is out of [0, C].
-  std::vector<std::int32_t> validate(const OracleCommands& commands, const OracleMemory& memory) const;
+  /// every row 5 when num_ops is out of [0, C]. `commit_positions`, when given,
+  /// receives what §13 says validate() writes there.
+  std::vector<std::int32_t> validate(const OracleCommands& commands, const OracleMemory& memory,
+                                     std::vector<std::int32_t>* commit_positions = nullptr) const;
 
   /// §5: the writes of the rows r < num_ops whose code in `codes` is 0: rows,
-  /// then partial pages, then trailing pages (part 0, then part 1). The cache
+  /// then the snapshots' prefix keys, then partial pages, then trailing pages
+  /// (part 0, then part 1), then remapping commits' state rows. The cache
   /// pages written (restores) are appended to `written` when it is given.
   void apply(const OracleCommands& commands, const std::vector<std::int32_t>& codes, OracleMemory& memory,
              std::vector<CachePage>* written = nullptr) const;

@@ -89,7 +89,8 @@ OracleCase read_case(const Case& c, CaseOutputs& out) {
   m.pool = out.backing->bytes.data();
   m.tables = tables.data<std::int32_t>();
   if (!oc.trailing_names.empty()) m.trailing_tables = array(c, "trailing_tables").data<std::int32_t>();
-  m.state_rows = array(c, "state_rows").data<std::int64_t>();
+  // Only remapping commits write the state rows, and cases have none.
+  m.state_rows = const_cast<std::int64_t*>(array(c, "state_rows").data<std::int64_t>());
   m.state_rows_stride = 8;
   const NpyArray& requested = array(c, "request_consumed");
   m.request_consumed = requested.data<std::int64_t>();

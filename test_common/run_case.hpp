@@ -14,10 +14,11 @@ namespace statexfer::test {
 /// How run_case enqueues the batch: validate() then apply(), or validate_and_apply().
 enum class Steps { separate, fused };
 
-/// Runs `c` on `ExecutionSpace`. A construction error (std::invalid_argument from
-/// the library) is returned in outputs.construct_error, not thrown.
+/// Runs `c` on `ExecutionSpace` with the transfer options `options`. A
+/// construction error (std::invalid_argument from the library) is returned in
+/// outputs.construct_error, not thrown.
 template <class ExecutionSpace>
-CaseOutputs run_case(const Case& c, Steps steps = Steps::separate);
+CaseOutputs run_case(const Case& c, Steps steps = Steps::separate, const TransferOptions& options = {});
 
 }  // namespace statexfer::test
 

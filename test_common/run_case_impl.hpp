@@ -69,16 +69,29 @@ Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> upload2(const Case& c, const
   return v;
 }
 
-/// Copy the rank-1 case array `stem` into an existing command View (extent C).
-template <class View>
-void load_command(const Case& c, const std::string& stem, DType dtype, const View& dst) {
-  using T = typename View::non_const_value_type;
+/// Element i of the rank-1 case array `stem` of type T, which must have `extent` elements.
+template <class T>
+T command_value(const Case& c, const std::string& stem, DType dtype, std::int64_t extent, std::int64_t i) {
   const NpyArray& a = input(c, stem);
   require(c, stem, a, dtype, 1);
-  if (static_cast<std::size_t>(a.shape[0]) != dst.extent(0))
+  if (a.shape[0] != extent)
     throw CaseError(c.dir.string() + ": array '" + stem + "' has " + std::to_string(a.shape[0]) +
-                    " elements, the commands " + std::to_string(dst.extent(0)));
-  Kokkos::deep_copy(dst, typename HostViewType<const T, 1>::type(a.data<T>(), dst.extent(0)));
+                    " elements, the commands " + std::to_string(extent));
+  return a.data<T>()[i];
+}
+
+/// The case's command arrays and num_ops as one batch.
+template <class ExecutionSpace>
+CommandBatch<ExecutionSpace> command_batch(const Case& c, std::int64_t capacity) {
+  CommandBatch<ExecutionSpace> batch(capacity);
+  for (std::int64_t i = 0; i < capacity; ++i)
+    batch.set(i, {command_value<std::int64_t>(c, "request_slots", DType::int64, capacity, i),
+                  command_value<std::int64_t>(c, "source_slots", DType::int64, capacity, i),
+                  command_value<std::int64_t>(c, "destination_slots", DType::int64, capacity, i),
+                  command_value<std::int32_t>(c, "operation", DType::int32, capacity, i),
+                  command_value<std::int64_t>(c, "expected_consumed", DType::int64, capacity, i), 0});
+  batch.set_num_ops(command_value<std::int32_t>(c, "num_ops", DType::int32, 1, 0));
+  return batch;
 }
 
 /// A host NpyArray holding a copy of a device View (rank 1 or 2, contiguous).
@@ -99,7 +112,7 @@ NpyArray download(const View& v, DType dtype) {
 }  // namespace run_case_detail
 
 template <class ExecutionSpace>
-CaseOutputs run_case(const Case& c, Steps steps) {
+CaseOutputs run_case(const Case& c, Steps steps, const TransferOptions& options) {
   namespace d = run_case_detail;
   using memory_space = typename ExecutionSpace::memory_space;
   const CaseSpec& s = c.spec;
@@ -133,6 +146,7 @@ CaseOutputs run_case(const Case& c, Steps steps) {
     config.requests.consumed_tokens = consumed;
     config.trailing_tables = trailing_tables;
     config.excluded_regions = s.excluded_regions;
+    config.options = options;
     for (const auto& name : s.pages) config.pages.push_back({name, caches.at(name)});
     for (const auto& name : s.trailing_pages) config.trailing_pages.push_back({name, caches.at(name)});
     transfer.emplace(pool, commands, tables, config);
@@ -143,14 +157,9 @@ CaseOutputs run_case(const Case& c, Steps steps) {
   }
 
   // The commands arrive after prepare(), which requires num_ops == 0 (as an
-  // engine uploads each step's batch into the captured buffers).
-  d::load_command(c, "request_slots", DType::int64, commands.request_slots);
-  d::load_command(c, "source_slots", DType::int64, commands.source_slots);
-  d::load_command(c, "destination_slots", DType::int64, commands.destination_slots);
-  d::load_command(c, "operation", DType::int32, commands.operation);
-  d::load_command(c, "expected_consumed", DType::int64, commands.expected_consumed);
-  d::load_command(c, "num_ops", DType::int32, commands.num_ops);
-  Kokkos::fence();
+  // engine uploads each step's batch into the captured buffers): one batch, one copy.
+  const CommandBatch<ExecutionSpace> batch = d::command_batch<ExecutionSpace>(c, s.capacity);
+  commands.upload(exec, batch);
 
   if (steps == Steps::fused) {
     transfer->validate_and_apply(exec);

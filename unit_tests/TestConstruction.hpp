@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <cstring>
 #include <initializer_list>
 #include <limits>
@@ -25,7 +26,6 @@
 #include <vector>
 
 #include "common/batch_fixture.hpp"
-#include "common/scoped_env.hpp"
 
 namespace {
 
@@ -215,11 +215,15 @@ TEST(TEST_CATEGORY, construction_allocated_commands_initial_values) {
   EXPECT_EQ(statexfer::test::download(c.destination_slots), std::vector<std::int64_t>(8, -1));
   EXPECT_EQ(statexfer::test::download(c.operation), std::vector<std::int32_t>(8, 0));
   EXPECT_EQ(statexfer::test::download(c.expected_consumed), std::vector<std::int64_t>(8, -1));
+  EXPECT_EQ(statexfer::test::download(c.prefix_keys), std::vector<std::int64_t>(8, 0));
   EXPECT_EQ(statexfer::test::download(c.num_ops), std::vector<std::int32_t>(1, 0));
   EXPECT_EQ(statexfer::test::download(c.errors), std::vector<std::int32_t>(8, 0));
+  EXPECT_EQ(statexfer::test::download(c.commit_positions), std::vector<std::int32_t>(8, -1));
+  // Every field but the two device outputs (errors, commit_positions).
   const auto buffers = c.buffers();
   const std::vector<std::string> names = {"state_request_slots", "state_source_slots",      "state_destination_slots",
-                                          "state_operation",     "state_expected_consumed", "state_num_ops"};
+                                          "state_operation",     "state_expected_consumed", "state_prefix_keys",
+                                          "state_num_ops"};
   ASSERT_EQ(buffers.size(), names.size());
   for (std::size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(buffers[i].name, names[i]);
@@ -228,7 +232,8 @@ TEST(TEST_CATEGORY, construction_allocated_commands_initial_values) {
     EXPECT_EQ(buffers[i].extent, names[i] == "state_num_ops" ? 1u : 8u) << names[i];
   }
   EXPECT_EQ(buffers[0].data, c.request_slots.data());
-  EXPECT_EQ(buffers[5].data, c.num_ops.data());
+  EXPECT_EQ(buffers[5].data, c.prefix_keys.data());
+  EXPECT_EQ(buffers[6].data, c.num_ops.data());
 }
 
 TEST(TEST_CATEGORY, construction_capacity_of_hand_made_command_views) {
@@ -751,99 +756,135 @@ TEST(TEST_CATEGORY, construction_validation_inputs_apart_from_written_memory) {
 }
 
 // apply()'s design: the flat grid on GPUs and the teams on hosts by default;
-// STATEXFER_APPLY_WORDS picks either (a tuning diagnostic) and rejects the rest.
+// options.apply_words picks either; the constructor refuses the rest, naming it.
 TEST(TEST_CATEGORY, construction_apply_design) {
   CtorArgs s;
   const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
   {
     auto t = s.make();
     t.prepare(Exec());
-    EXPECT_EQ(t.launch_summary().find(" flat ") != std::string::npos, !host) << t.launch_summary();
+    EXPECT_EQ(t.launch_plan().apply_words, host ? 0 : 2) << t.launch_summary();
+    EXPECT_EQ(t.launch_summary().find(" flat (2 words") != std::string::npos, !host) << t.launch_summary();
   }
-  for (const char* words : {"1", "2", "4"}) {
-    const statexfer::test::ScopedEnv env("STATEXFER_APPLY_WORDS", words);
+  for (const int words : {1, 2, 4}) {
+    s.config.options.apply_words = words;
     auto t = s.make();
     t.prepare(Exec());
-    const std::string summary = t.launch_summary();
-    // At least a warp of threads per work item.
-    EXPECT_NE(summary.find(", apply " + std::to_string(4 * t.work_items_per_command()) + "x"), std::string::npos)
-        << summary;
-    EXPECT_NE(summary.find(std::string(" flat (") + words + " words a thread)"), std::string::npos) << summary;
+    const statexfer::LaunchPlan p = t.launch_plan();
+    EXPECT_EQ(p.apply_words, words);
+    EXPECT_GE(p.apply_item_threads, 32) << "at least a warp of threads per work item";
+    EXPECT_EQ(p.work_items, 4 * t.work_items_per_command());
+    EXPECT_NE(t.launch_summary().find(" flat (" + std::to_string(words) + " words a thread)"), std::string::npos)
+        << t.launch_summary();
   }
+  s.config.options.apply_words = 0;
   {
-    const statexfer::test::ScopedEnv env("STATEXFER_APPLY_WORDS", "0");
     auto t = s.make();
     t.prepare(Exec());
-    // apply()'s part of the summary (validate_and_apply's one launch may be a flat grid).
-    const std::string summary = t.launch_summary();
-    EXPECT_EQ(summary.substr(0, summary.find(", validate_and_apply")).find(" flat "), std::string::npos) << summary;
+    EXPECT_EQ(t.launch_plan().apply_words, 0);
+    EXPECT_GE(t.launch_plan().apply_team_size, 1);
   }
-  for (const char* bad : {"3", "5", "-1", "two"}) {
-    const statexfer::test::ScopedEnv env("STATEXFER_APPLY_WORDS", bad);
-    auto t = s.make();
-    EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { t.prepare(Exec()); }, {"STATEXFER_APPLY_WORDS", bad}))
+  for (const int bad : {3, 5, -2}) {
+    s.config.options.apply_words = bad;
+    EXPECT_TRUE(
+        throws_naming<std::invalid_argument>([&] { (void)s.make(); }, {"options.apply_words", std::to_string(bad)}))
         << bad;
-    EXPECT_FALSE(t.prepared());
   }
 }
 
-// validate_and_apply()'s design variables are checked like the other tuning
-// variables: a value out of range is refused by prepare(), naming it.
-TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
-  CtorArgs s;
-  const std::vector<std::pair<const char*, const char*>> bad = {
-      {"STATEXFER_VALIDATE_AND_APPLY", "3"}, {"STATEXFER_VALIDATE_AND_APPLY", "-1"}, {"STATEXFER_FUSED_BLOCK", "16"},
-      {"STATEXFER_FUSED_BLOCK", "1024"},     {"STATEXFER_FUSED_ROUNDS", "0"},        {"STATEXFER_FUSED_ROUNDS", "65"}};
-  for (const auto& [name, value] : bad) {
-    // The flat grid's variables are read when it is the design.
-    const statexfer::test::ScopedEnv design("STATEXFER_VALIDATE_AND_APPLY", "2"), env(name, value);
-    auto t = s.make();
-    EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { t.prepare(Exec()); }, {name, value})) << name << value;
-    EXPECT_FALSE(t.prepared());
+// Every option out of range is refused by the constructor, naming it.
+TEST(TEST_CATEGORY, construction_options_ranges) {
+  const std::vector<std::pair<std::string, std::function<void(statexfer::TransferOptions&)>>> bad = {
+      {"options.apply_team_size", [](auto& o) { o.apply_team_size = 1025; }},
+      {"options.apply_tile_bytes", [](auto& o) { o.apply_tile_bytes = 128; }},
+      {"options.apply_tile_bytes", [](auto& o) { o.apply_tile_bytes = 1000; }},
+      {"options.apply_bulk_copies", [](auto& o) { o.apply_bulk_copies = 2; }},
+      {"options.validate_rows_per_team", [](auto& o) { o.validate_rows_per_team = 65; }},
+      {"options.validate_peers_per_lane", [](auto& o) { o.validate_peers_per_lane = -1; }},
+      {"options.validate_chunk", [](auto& o) { o.validate_chunk = 96; }},
+      {"options.validate_chunk", [](auto& o) { o.validate_chunk = 8192; }},
+      {"options.validate_groups", [](auto& o) { o.validate_groups = 65; }},
+      {"options.fused_block", [](auto& o) { o.fused_block = 16; }},
+      {"options.fused_block", [](auto& o) { o.fused_block = 1024; }},
+      {"options.fused_rounds", [](auto& o) { o.fused_rounds = 65; }},
+      {"options.validate_and_apply", [](auto& o) { o.validate_and_apply = static_cast<statexfer::FusedDesign>(9); }}};
+  for (const auto& [name, set] : bad) {
+    CtorArgs s;
+    set(s.config.options);
+    EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { (void)s.make(); }, {"PreparedStateTransfer", name})) << name;
   }
-  const statexfer::test::ScopedEnv design("STATEXFER_VALIDATE_AND_APPLY", "2"), block("STATEXFER_FUSED_BLOCK", "64");
-  auto t = s.make();
-  t.prepare(Exec());
+  CtorArgs s;
+  s.config.options.apply_tile_bytes = 256;
+  s.config.options.validate_chunk = 64;
+  EXPECT_NO_THROW((void)s.make());
+}
+
+// validate_and_apply()'s designs from options on every backend: the flat grid
+// (hosts: a team of one per work item), the teams where a team holds a thread
+// per row, two launches; launch_plan() says which ran and its shape.
+TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
+  using statexfer::FusedDesign;
   const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
-  // Blocks x threads: hosts a team of one per work item, GPUs 64 threads of 4 words per 4 KiB chunk.
-  const std::string expected = host ? "x1 flat (4 words a thread)" : "x64 flat (4 words a thread)";
-  EXPECT_NE(t.launch_summary().find(expected), std::string::npos) << t.launch_summary();
-  // Rounds a block on GPUs (hosts move a whole work item a block).
-  const statexfer::test::ScopedEnv rounds("STATEXFER_FUSED_ROUNDS", "2");
-  auto u = s.make();
-  u.prepare(Exec());
-  const std::string with_rounds = host ? "x1 flat (4 words a thread)" : "x64 flat (4 words a thread, 2 rounds a block)";
-  EXPECT_NE(u.launch_summary().find(with_rounds), std::string::npos) << u.launch_summary();
+  CtorArgs s;
+  {
+    auto t = s.make();
+    t.prepare(Exec());
+    if (host) {
+      EXPECT_EQ(t.launch_plan().validate_and_apply, FusedDesign::two_launches);
+    }
+  }
+  s.config.options.validate_and_apply = FusedDesign::flat_grid;
+  s.config.options.fused_block = 64;
+  {
+    auto t = s.make();
+    t.prepare(Exec());
+    const statexfer::LaunchPlan p = t.launch_plan();
+    EXPECT_EQ(p.validate_and_apply, FusedDesign::flat_grid);
+    // Hosts a team of one per work item, GPUs 64 threads of 4 words per 4 KiB chunk.
+    EXPECT_EQ(p.fused_block, host ? 1 : 64);
+    EXPECT_EQ(p.fused_words, 4);
+    EXPECT_EQ(p.fused_rounds, 1);
+    EXPECT_EQ(p.fused_blocks, p.work_items << p.fused_chunk_shift);
+  }
+  s.config.options.fused_rounds = 2;
+  {
+    auto t = s.make();
+    t.prepare(Exec());
+    EXPECT_EQ(t.launch_plan().fused_rounds, host ? 1 : 2) << "hosts move a whole work item a block";
+  }
+  s.config.options.validate_and_apply = FusedDesign::two_launches;
+  {
+    auto t = s.make();
+    t.prepare(Exec());
+    EXPECT_EQ(t.launch_plan().validate_and_apply, FusedDesign::two_launches);
+    EXPECT_EQ(t.launch_summary().find("validate_and_apply"), std::string::npos) << t.launch_summary();
+  }
+  CtorArgs large(128);
+  large.config.options.validate_and_apply = FusedDesign::teams;
+  auto t = large.make();
+  t.prepare(Exec());
+  EXPECT_EQ(t.launch_plan().validate_and_apply, FusedDesign::two_launches) << "no one launch above 64 commands";
+  EXPECT_TRUE(t.launch_plan().sorted_validation);
 }
 
 // validate()'s teams at C <= 64: one team on hosts and up to 32 commands on
-// GPUs, teams of 8 rows above; STATEXFER_VALIDATE_ROWS_PER_TEAM picks the rows
-// per team on every backend and is checked like the other tuning variables.
+// GPUs, teams of 8 rows above; options.validate_rows_per_team picks the rows
+// per team on every backend.
 TEST(TEST_CATEGORY, construction_validate_teams) {
   const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
   for (const std::int64_t c : {32, 64}) {
     CtorArgs s(c);
     auto t = s.make();
     t.prepare(Exec());
-    const std::string expected = host || c <= 32 ? "validate 1x" : "validate 8x8x";
-    EXPECT_EQ(t.launch_summary().rfind(expected, 0), 0u) << t.launch_summary();
+    EXPECT_EQ(t.launch_plan().validate_league, host || c <= 32 ? 1 : 8) << t.launch_summary();
+    EXPECT_EQ(t.launch_plan().validate_rows_per_team, host || c <= 32 ? c : 8);
   }
-  {
-    const statexfer::test::ScopedEnv env("STATEXFER_VALIDATE_ROWS_PER_TEAM", "3");
-    CtorArgs s(64);
-    auto t = s.make();
-    t.prepare(Exec());
-    EXPECT_EQ(t.launch_summary().rfind("validate 22x", 0), 0u) << t.launch_summary();  // ceil(64 / 3) teams
-  }
-  for (const char* bad : {"0", "65", "-1", "eight"}) {
-    const statexfer::test::ScopedEnv env("STATEXFER_VALIDATE_ROWS_PER_TEAM", bad);
-    CtorArgs s(64);
-    auto t = s.make();
-    EXPECT_TRUE(
-        throws_naming<std::invalid_argument>([&] { t.prepare(Exec()); }, {"STATEXFER_VALIDATE_ROWS_PER_TEAM", bad}))
-        << bad;
-    EXPECT_FALSE(t.prepared());
-  }
+  CtorArgs s(64);
+  s.config.options.validate_rows_per_team = 3;
+  auto t = s.make();
+  t.prepare(Exec());
+  EXPECT_EQ(t.launch_plan().validate_league, 22) << "ceil(64 / 3) teams";
+  EXPECT_EQ(t.launch_summary().rfind("validate 22x", 0), 0u) << t.launch_summary();
 }
 
 // ------------------------------------------------------------------ moved-from transfers

@@ -36,7 +36,6 @@
 #include "common/case_factory.hpp"
 #include <test_common/reference.hpp>
 #include "common/reference_check.hpp"
-#include "common/scoped_env.hpp"
 
 namespace {
 namespace differential {
@@ -279,8 +278,9 @@ struct Stats {
 };
 
 // `configs` random configurations, `batches_per_config` random batches each,
-// against the reference (odd batches through validate_and_apply()).
-inline Stats random_batches(int configs, int batches_per_config) {
+// against the reference (odd batches through validate_and_apply()), with the
+// transfer options `options`.
+inline Stats random_batches(int configs, int batches_per_config, const statexfer::TransferOptions& options = {}) {
   namespace ft = statexfer::test;
   Stats stats;
   int dumped = 0;
@@ -297,7 +297,8 @@ inline Stats random_batches(int configs, int batches_per_config) {
       const auto steps = b % 2 ? ft::Steps::fused : ft::Steps::separate;
       const ft::ReferenceCheck check = ft::check_against_reference<TEST_EXECSPACE>(
           c, "statexfer_differential",
-          "config" + std::to_string(ci) + "_batch" + std::to_string(b) + (b % 2 ? "_fused" : ""), 5, dumped, steps);
+          "config" + std::to_string(ci) + "_batch" + std::to_string(b) + (b % 2 ? "_fused" : ""), 5, dumped, steps,
+          options);
       const ft::CaseOutputs& expected = check.expected;
       ++stats.batches;
       if (!check.identical) {
@@ -362,18 +363,18 @@ TEST(TEST_CATEGORY, differential_random_batches) {
   std::printf("\n");
 }
 
-// validate() split over several teams (GPUs' default above 16 commands, the
-// diagnostic STATEXFER_VALIDATE_ROWS_PER_TEAM elsewhere): teams of 1, 3 (a
-// last team with fewer rows at most capacities) and 8 rows, with 1 and 4 peers
-// a lane (vector lanes on GPUs), against the reference.
+// validate() split over several teams (GPUs' default above 32 commands,
+// options.validate_rows_per_team elsewhere): teams of 1, 3 (a last team with
+// fewer rows at most capacities) and 8 rows, with 1 and 4 peers a lane (vector
+// lanes on GPUs), against the reference.
 TEST(TEST_CATEGORY, differential_validate_teams) {
-  for (const char* rows : {"1", "3", "8"})
-    for (const char* per_lane : {"1", "4"}) {
-      const statexfer::test::ScopedEnv r("STATEXFER_VALIDATE_ROWS_PER_TEAM", rows),
-          l("STATEXFER_VALIDATE_PEERS_PER_LANE", per_lane);
-      const differential::Stats stats = differential::random_batches(24, 16);
-      EXPECT_EQ(stats.mismatches, 0) << "STATEXFER_VALIDATE_ROWS_PER_TEAM=" << rows
-                                     << " STATEXFER_VALIDATE_PEERS_PER_LANE=" << per_lane;
+  for (const int rows : {1, 3, 8})
+    for (const int per_lane : {1, 4}) {
+      statexfer::TransferOptions options;
+      options.validate_rows_per_team = rows;
+      options.validate_peers_per_lane = per_lane;
+      const differential::Stats stats = differential::random_batches(24, 16, options);
+      EXPECT_EQ(stats.mismatches, 0) << "validate_rows_per_team " << rows << ", validate_peers_per_lane " << per_lane;
       EXPECT_GT(stats.codes[4], 50) << "too few alias conflicts to exercise the shared keys";
       EXPECT_TRUE(stats.full_64);
     }
@@ -389,7 +390,7 @@ struct LargeRowRun {
 // takes its wide paths (bulk copies on Hopper, which need 16-byte alignment
 // shared by source and destination and at least 4 KiB; row sizes here make
 // some copies share it and others not). `label` names the failing cases.
-inline LargeRowRun large_row_batches(const std::string& label) {
+inline LargeRowRun large_row_batches(const std::string& label, const statexfer::TransferOptions& options = {}) {
   namespace ft = statexfer::test;
   LargeRowRun run;
   int dumped = 0;
@@ -423,7 +424,8 @@ inline LargeRowRun large_row_batches(const std::string& label) {
       const auto steps = b % 2 ? ft::Steps::fused : ft::Steps::separate;
       const ft::ReferenceCheck check = ft::check_against_reference<TEST_EXECSPACE>(
           c, "statexfer_differential",
-          label + std::to_string(ci) + "_batch" + std::to_string(b) + (b % 2 ? "_fused" : ""), 5, dumped, steps);
+          label + std::to_string(ci) + "_batch" + std::to_string(b) + (b % 2 ? "_fused" : ""), 5, dumped, steps,
+          options);
       const ft::CaseOutputs& expected = check.expected;
       ++run.batches;
       run.mismatches += check.identical ? 0 : 1;
@@ -447,47 +449,53 @@ TEST(TEST_CATEGORY, differential_large_rows) {
               static_cast<long long>(run.copies));
 }
 
-// Both apply() designs on every backend (the tuning diagnostics pick them): the
+// Both apply() designs on every backend (options.apply_words picks them): the
 // teams (words 0, the hosts' default) and the flat grid (GPUs' default) at each
 // word count, over tiles from a few hundred bytes (many items, narrow grids) to
 // the default, with byte edges and 1-, 8- and 16-byte shared alignments.
 TEST(TEST_CATEGORY, differential_apply_designs) {
-  const std::vector<std::pair<const char*, const char*>> designs = {
-      {"0", "1040"}, {"1", "4096"}, {"2", "65536"}, {"2", "272"}, {"4", "16384"}};
+  const std::vector<std::pair<int, std::int64_t>> designs = {{0, 1040}, {1, 4096}, {2, 65536}, {2, 272}, {4, 16384}};
   for (const auto& [words, tile] : designs) {
-    const statexfer::test::ScopedEnv w("STATEXFER_APPLY_WORDS", words), t("STATEXFER_APPLY_TILE_BYTES", tile);
-    const differential::LargeRowRun run =
-        differential::large_row_batches(std::string("design_w") + words + "_t" + tile + "_");
-    EXPECT_EQ(run.mismatches, 0) << "STATEXFER_APPLY_WORDS=" << words << " STATEXFER_APPLY_TILE_BYTES=" << tile;
+    statexfer::TransferOptions options;
+    options.apply_words = words;
+    options.apply_tile_bytes = tile;
+    const std::string label = "design_w" + std::to_string(words) + "_t" + std::to_string(tile) + "_";
+    const differential::LargeRowRun run = differential::large_row_batches(label, options);
+    EXPECT_EQ(run.mismatches, 0) << label;
     EXPECT_GE(run.copies, 40);
   }
 }
 
-// validate_and_apply()'s designs on every backend (STATEXFER_VALIDATE_AND_APPLY):
+// validate_and_apply()'s designs on every backend (options.validate_and_apply):
 // two launches, the teams (two launches on hosts) and the flat grid whose
 // blocks decide their rows, in blocks of 32 to 512 threads on GPUs (hosts: a
 // team of one per work item), moving one chunk of their item or several
-// (STATEXFER_FUSED_ROUNDS, GPUs; 3 leaves a block per item past its end). On
+// (options.fused_rounds, GPUs; 3 leaves a block per item past its end). On
 // GPUs its blocks load the words an operation 0 row would copy before the code
 // is known: sources that share 16-byte alignment with the destination and
 // those that do not, rows of every code. Odd batches go through validate_and_apply().
 TEST(TEST_CATEGORY, differential_validate_and_apply_designs) {
+  using statexfer::FusedDesign;
   struct Design {
-    const char *design, *block, *rounds;
+    FusedDesign design;
+    int block, rounds;
   };
-  const std::vector<Design> designs = {{"0", "128", "1"}, {"1", "128", "1"}, {"2", "32", "1"}, {"2", "128", "1"},
-                                       {"2", "512", "1"}, {"2", "128", "2"}, {"2", "32", "3"}};
+  const std::vector<Design> designs = {{FusedDesign::two_launches, 128, 1}, {FusedDesign::teams, 128, 1},
+                                       {FusedDesign::flat_grid, 32, 1},     {FusedDesign::flat_grid, 128, 1},
+                                       {FusedDesign::flat_grid, 512, 1},    {FusedDesign::flat_grid, 128, 2},
+                                       {FusedDesign::flat_grid, 32, 3}};
   for (const auto& [design, block, rounds] : designs) {
-    const statexfer::test::ScopedEnv d("STATEXFER_VALIDATE_AND_APPLY", design), b("STATEXFER_FUSED_BLOCK", block),
-        r("STATEXFER_FUSED_ROUNDS", rounds);
-    const std::string label = std::string("STATEXFER_VALIDATE_AND_APPLY=") + design +
-                              " STATEXFER_FUSED_BLOCK=" + block + " STATEXFER_FUSED_ROUNDS=" + rounds;
-    const differential::Stats stats = differential::random_batches(24, 16);
+    statexfer::TransferOptions options;
+    options.validate_and_apply = design;
+    options.fused_block = block;
+    options.fused_rounds = rounds;
+    const std::string label =
+        std::string(statexfer::to_string(design)) + "_b" + std::to_string(block) + "_r" + std::to_string(rounds) + "_";
+    const differential::Stats stats = differential::random_batches(24, 16, options);
     EXPECT_EQ(stats.mismatches, 0) << label;
     EXPECT_GT(stats.codes[4], 50) << label;
     EXPECT_TRUE(stats.full_64) << label;
-    const differential::LargeRowRun run =
-        differential::large_row_batches(std::string("fused_d") + design + "_b" + block + "_r" + rounds + "_");
+    const differential::LargeRowRun run = differential::large_row_batches("fused_" + label, options);
     EXPECT_EQ(run.mismatches, 0) << label;
     EXPECT_GE(run.copies, 40) << label;
   }

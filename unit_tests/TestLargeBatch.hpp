@@ -42,7 +42,6 @@
 #include "common/case_factory.hpp"
 #include <test_common/reference.hpp>
 #include "common/reference_check.hpp"
-#include "common/scoped_env.hpp"
 #include "common/tool_counts.hpp"
 
 namespace {
@@ -305,7 +304,7 @@ struct Bound {
   statexfer::StateCommands<Exec> commands;
   std::optional<statexfer::PreparedStateTransfer<Exec>> transfer;
 
-  explicit Bound(const Case& c) {
+  explicit Bound(const Case& c, const statexfer::TransferOptions& options = {}) {
     namespace d = ft::run_case_detail;
     const ft::CaseSpec& s = c.spec;
     backing = d::upload2<std::uint8_t, Mem>(c, "backing", statexfer::DType::uint8);
@@ -325,6 +324,7 @@ struct Bound {
     config.requests.consumed_tokens = consumed;
     config.trailing_tables = trailing_tables;
     config.excluded_regions = s.excluded_regions;
+    config.options = options;
     for (const auto& n : s.pages) config.pages.push_back({n, caches.at(n)});
     for (const auto& n : s.trailing_pages) config.trailing_pages.push_back({n, caches.at(n)});
     transfer.emplace(pool, commands, tables, config);
@@ -342,14 +342,9 @@ struct Bound {
     Kokkos::deep_copy(consumed, d::upload2<std::int64_t, Mem>(c, "request_consumed", statexfer::DType::int64));
     Kokkos::deep_copy(capacity, d::upload1<std::int64_t, Mem>(c, "memory_capacity", statexfer::DType::int64));
     Kokkos::deep_copy(backing, d::upload2<std::uint8_t, Mem>(c, "backing", statexfer::DType::uint8));
-    d::load_command(c, "request_slots", statexfer::DType::int64, commands.request_slots);
-    d::load_command(c, "source_slots", statexfer::DType::int64, commands.source_slots);
-    d::load_command(c, "destination_slots", statexfer::DType::int64, commands.destination_slots);
-    d::load_command(c, "operation", statexfer::DType::int32, commands.operation);
-    d::load_command(c, "expected_consumed", statexfer::DType::int64, commands.expected_consumed);
-    d::load_command(c, "num_ops", statexfer::DType::int32, commands.num_ops);
-    Kokkos::fence();
     Exec exec;
+    commands.upload(exec, d::command_batch<Exec>(c, c.spec.capacity));
+    exec.fence();
     transfer->validate(exec);
     transfer->apply(exec);
     exec.fence();
@@ -530,33 +525,37 @@ TEST(TEST_CATEGORY, large_batch_validate_is_three_launches_without_allocation) {
 
 // validate_and_apply() neither allocates nor fences either: one launch on GPUs up
 // to 64 commands (on Kokkos 4 the flat grid up to 8, the teams above), else validate()'s
-// launches and apply()'s. STATEXFER_VALIDATE_AND_APPLY picks the design: 0 two
-// launches, 1 the teams (two launches on hosts, whose teams are of one
-// thread), 2 the flat grid (on hosts too); never above 64 commands.
+// launches and apply()'s. options.validate_and_apply picks the design: two
+// launches, the teams (two launches on hosts, whose teams are of one thread),
+// the flat grid (on hosts too); never one launch above 64 commands.
 TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) {
   using namespace large_batch;
+  using statexfer::FusedDesign;
   const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
-  for (const char* design : {"", "0", "1", "2"})
+  for (const FusedDesign design :
+       {FusedDesign::automatic, FusedDesign::two_launches, FusedDesign::teams, FusedDesign::flat_grid})
     for (const std::int64_t C : {8, 64, 4096}) {
-      SCOPED_TRACE("capacity " + std::to_string(C) + " STATEXFER_VALIDATE_AND_APPLY=" + design);
-      const statexfer::test::ScopedEnv env("STATEXFER_VALIDATE_AND_APPLY", design);
+      SCOPED_TRACE("capacity " + std::to_string(C) + " " + statexfer::to_string(design));
+      statexfer::TransferOptions options;
+      options.validate_and_apply = design;
       Rng rng(0x0e1a1ULL + static_cast<std::uint64_t>(C));
       Shape shape{};
       Case c = make_config(rng, C, /*trailing=*/true, 1, &shape);
       fill_batch(rng, shape, c, Scenario::mixed);
-      Bound bound(c);
+      Bound bound(c, options);
       bound.run(c);
       ToolCounts::count([&] { bound.transfer->validate_and_apply(); });
       bound.transfer->execution_space_instance().fence();
-      const std::string d = design;
-      const bool one = C <= 64 && (d == "2" || (device && (d.empty() || d == "1")));
+      const bool automatic = design == FusedDesign::automatic;
+      const bool flat =
+          C <= 64 && (design == FusedDesign::flat_grid || (device && automatic && C <= 8 && KOKKOS_VERSION >= 40000));
+      const bool one =
+          C <= 64 && (design == FusedDesign::flat_grid || (device && (automatic || design == FusedDesign::teams)));
       EXPECT_EQ(ToolCounts::parallel_for, one ? 1 : C <= 64 ? 2 : 4);
-      const std::string summary = bound.transfer->launch_summary();
-      const bool flat = C <= 64 && (d == "2" || (device && d.empty() && C <= 8 && KOKKOS_VERSION >= 40000));
-      EXPECT_EQ(summary.find(" validate_and_apply ") != std::string::npos, one) << summary;
-      EXPECT_EQ(summary.find(" flat (4 words a thread", summary.find(" validate_and_apply ")) != std::string::npos,
-                one && flat)
-          << summary;
+      const statexfer::LaunchPlan p = bound.transfer->launch_plan();
+      EXPECT_EQ(p.validate_and_apply, !one   ? FusedDesign::two_launches
+                                      : flat ? FusedDesign::flat_grid
+                                             : FusedDesign::teams);
       ToolCounts::expect_capturable();
     }
 }

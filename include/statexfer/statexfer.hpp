@@ -8,7 +8,9 @@
 #include <statexfer/config.hpp>
 #include <statexfer/host_tier.hpp>
 #include <statexfer/layout.hpp>
+#include <statexfer/options.hpp>
 #include <statexfer/pool.hpp>
+#include <statexfer/speculative.hpp>
 #include <statexfer/transfer.hpp>
 #include <statexfer/version.hpp>
 

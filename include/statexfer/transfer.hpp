@@ -13,7 +13,9 @@
 #include <statexfer/commands.hpp>
 #include <statexfer/host_tier.hpp>
 #include <statexfer/layout.hpp>
+#include <statexfer/options.hpp>
 #include <statexfer/pool.hpp>
+#include <statexfer/speculative.hpp>
 
 namespace statexfer {
 
@@ -53,6 +55,10 @@ struct TransferConfig {
   std::vector<std::string> excluded_regions;
   /// Host rows for operations 2..4 (docs/CONTRACT.md §12); empty: no host tier.
   HostTier<ExecutionSpace> host_tier;
+  /// Commits of speculative decoding, operation 5 (docs/CONTRACT.md §13); positions 0: none.
+  SpeculativeConfig<ExecutionSpace> speculative;
+  /// Design choices and tuning of the kernels; the defaults are the measured best.
+  TransferOptions options;
 };
 
 namespace impl {
@@ -148,6 +154,9 @@ class PreparedStateTransfer {
   /// ", validate_and_apply 6360x128 flat (4 words a thread)" as the flat grid
   /// (blocks x threads; ", 2 rounds a block" when each block moves two chunks).
   std::string launch_summary() const;
+  /// What prepare() chose from the shape, the device's limits and the options
+  /// (std::logic_error before prepare()).
+  LaunchPlan launch_plan() const;
 
  private:
   // The prepared data for `call`; throws unless prepared and, with `exec`, bound to it.

@@ -20,12 +20,27 @@
 namespace statexfer::impl {
 
 /// What one work item of a row does: copy `length` bytes from src to dst, zero
-/// them (src null), or nothing (length 0).
+/// them (src null), or nothing (length 0); or, `stamp`, write the 8 bytes of
+/// `key` at dst (a snapshot's prefix key, docs/CONTRACT.md §14).
 struct ItemMove {
   std::uint8_t* dst;
   const std::uint8_t* src;
   std::int64_t length;
+  std::int64_t key;
+  std::int32_t stamp;
 };
+
+/// The key tile of a snapshot with prefix keys, by one thread (dst is 8-byte
+/// aligned: the region's offset, row_bytes and the backings are).
+KOKKOS_INLINE_FUNCTION void stamp_key(const ItemMove& m) { *reinterpret_cast<std::int64_t*>(m.dst) = m.key; }
+
+/// A remapping commit (docs/CONTRACT.md §13), by one thread: the accepted
+/// position's row becomes the slot's live row and the live row takes its column.
+template <class StateRows>
+KOKKOS_INLINE_FUNCTION void remap_state_rows(const StateRows& state_rows, const RowPlan& p) {
+  state_rows(p.slot, 0) = p.position_row;
+  state_rows(p.slot, p.accepted) = p.live_row;
+}
 
 // Whether page `part` of binding `b` is written in this row's plan.
 KOKKOS_INLINE_FUNCTION bool page_written(const RowPlan& p, const BindingEntry& b, std::int32_t part) {
@@ -35,13 +50,19 @@ KOKKOS_INLINE_FUNCTION bool page_written(const RowPlan& p, const BindingEntry& b
 
 /// Work item `item` of a row whose plan is `p` and error `error`.
 KOKKOS_INLINE_FUNCTION ItemMove item_move(const RowPlan& p, std::int32_t error, const WorkItem& item) {
-  ItemMove m{nullptr, nullptr, 0};
-  if (!(p.flags & plan_active) || error != 0) return m;
+  ItemMove m{nullptr, nullptr, 0, 0, 0};
+  if (!(p.flags & plan_active) || error != 0 || (p.flags & plan_remap)) return m;
   const bool copy = (p.flags & plan_copy) != 0;
   const bool snapshot = (p.flags & plan_snapshot) != 0;
-  if (item.kind == work_row) {
+  if (item.kind != work_page) {  // a row tile, or the key tile
     if (copy && snapshot && item.binding >= 0 && page_written(p, item.page, item.part)) return m;
     m.dst = p.dst_row + item.offset;
+    if (item.kind == work_key && (p.flags & plan_stamp)) {
+      m.key = p.key;
+      m.stamp = 1;
+      m.length = 8;
+      return m;
+    }
     m.src = copy ? p.src_row + item.offset : nullptr;
     m.length = item.length;
     return m;
@@ -80,6 +101,7 @@ struct ApplyFunctor {
   Kokkos::View<const std::int32_t*, memory_space> errors;
   Kokkos::View<const RowPlan*, memory_space> plan;
   Kokkos::View<const WorkItem*, memory_space> items;
+  Kokkos::View<std::int64_t**, Kokkos::LayoutRight, memory_space> state_rows;  // written by remapping commits
   std::int32_t items_per_row;  // capacity * items_per_row < 2^31: the constructor checks
   std::int32_t bulk;           // stage copies through team scratch with bulk copies (CUDA, sm_90+)
 
@@ -133,15 +155,24 @@ struct ApplyFunctor {
     // Three independent loads before any branch: one round trip, not three.
     const RowPlan p = plan(r);
     const std::int32_t error = errors(r);
-    const WorkItem item = items(w - r * items_per_row);
-    run_plan(team, staging, p, error, item);
+    const std::int32_t item_index = w - r * items_per_row;
+    const WorkItem item = items(item_index);
+    run_plan(team, staging, p, error, item, item_index);
   }
 
-  /// Work item `item` of a row whose plan is `p` and error `error`.
+  /// Work item `item` (number `item_index`) of a row whose plan is `p` and error `error`.
   KOKKOS_INLINE_FUNCTION void run_plan(const member_type& team, std::uint8_t* staging, const RowPlan& p,
-                                       std::int32_t error, const WorkItem& item) const {
+                                       std::int32_t error, const WorkItem& item, std::int32_t item_index) const {
+    if ((p.flags & plan_remap) && (p.flags & plan_active) && error == 0) {
+      if (item_index == 0 && team.team_rank() == 0) remap_state_rows(state_rows, p);
+      return;
+    }
     const ItemMove m = item_move(p, error, item);
     if (m.length == 0) return;
+    if (m.stamp) {
+      if (team.team_rank() == 0) stamp_key(m);
+      return;
+    }
     // Host tier rows are reached through mapped (UVA) addresses: the team's loads and stores, not bulk copies.
     if (p.flags & plan_host) staging = nullptr;
     if (m.src == nullptr)

@@ -23,7 +23,12 @@ struct CombinerData {
       Kokkos::SpaceAccessibility<Kokkos::DefaultHostExecutionSpace, memory_space>::accessible;
 
   Kokkos::View<std::int32_t*, memory_space> errors;
-  Kokkos::View<std::int32_t*, memory_space> priorities;    // the reduced buffer
+  // Commits' accepted counts (docs/CONTRACT.md §13); empty for hand-made commands without them.
+  Kokkos::View<const std::int32_t*, memory_space> commit_positions;
+  // The reduced buffer: [C] priorities, then (with commit positions) [C] of
+  // them and [C] of their negations, so that one MAX gives each row's largest
+  // and smallest count.
+  Kokkos::View<std::int32_t*, memory_space> priorities;
   Kokkos::View<std::int32_t*, Kokkos::HostSpace> staging;  // MPI on device memory
   CombineBackend backend = CombineBackend::none;
   int rank = 0;
@@ -35,15 +40,23 @@ struct CombinerData {
   ncclComm_t nccl_comm = nullptr;
 #endif
 
-  explicit CombinerData(const StateCommands<ExecutionSpace>& commands) : errors(commands.errors) {
+  // allocate()'s arrays are views of one allocation: held here for as long as errors is.
+  Kokkos::View<std::uint8_t*, memory_space> block;
+
+  explicit CombinerData(const StateCommands<ExecutionSpace>& commands)
+      : errors(commands.errors), block(commands.block) {
     if (errors.data() == nullptr && errors.extent(0) > 0)
       throw std::invalid_argument("statexfer::ErrorCombiner: commands.errors is an empty View");
+    if (commands.commit_positions.extent(0) == errors.extent(0)) commit_positions = commands.commit_positions;
     priorities = Kokkos::View<std::int32_t*, memory_space>(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::error_priorities"), errors.extent(0));
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::error_priorities"), reduced());
     if (!host_accessible)
       staging = Kokkos::View<std::int32_t*, Kokkos::HostSpace>(
-          Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::error_priorities_host"), errors.extent(0));
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::error_priorities_host"), reduced());
   }
+
+  /// Elements of the reduced buffer.
+  std::size_t reduced() const { return errors.extent(0) * (commit_positions.extent(0) > 0 ? 3 : 1); }
 
   ~CombinerData() {
 #ifdef STATEXFER_HAVE_MPI
@@ -56,25 +69,51 @@ struct CombinerData {
   }
 };
 
-// errors -> priorities, or priorities -> errors.
+/// Row i of the buffer to reduce (`n` rows, `positions`: commits' counts, maybe empty).
+template <class Errors, class Positions, class Buffer>
+KOKKOS_INLINE_FUNCTION void to_reduced(std::int64_t i, std::int64_t n, const Errors& errors, const Positions& positions,
+                                       const Buffer& buffer) {
+  buffer(i) = error_priority(errors(i));
+  if (positions.extent(0) > 0) {
+    buffer(n + i) = positions(i);
+    buffer(2 * n + i) = -positions(i);
+  }
+}
+
+/// Row i's combined code from the reduced buffer: a commit whose ranks read
+/// different accepted counts gets code 3 in the combined order (docs/CONTRACT.md §9, §13).
+template <class Buffer>
+KOKKOS_INLINE_FUNCTION std::int32_t from_reduced(std::int64_t i, std::int64_t n, bool positions, const Buffer& buffer) {
+  std::int32_t priority = buffer(i);
+  if (positions && buffer(n + i) != -buffer(2 * n + i) && priority < error_priority(3)) priority = error_priority(3);
+  return error_from_priority(priority);
+}
+
+// errors -> the buffer to reduce, or the reduced buffer -> errors.
 template <class ExecutionSpace, bool ToPriority>
 struct MapCodes {
-  Kokkos::View<const std::int32_t*, typename ExecutionSpace::memory_space> from;
-  Kokkos::View<std::int32_t*, typename ExecutionSpace::memory_space> to;
+  using memory_space = typename ExecutionSpace::memory_space;
+  Kokkos::View<std::int32_t*, memory_space> errors;
+  Kokkos::View<const std::int32_t*, memory_space> positions;
+  Kokkos::View<std::int32_t*, memory_space> buffer;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    to(i) = ToPriority ? error_priority(from(i)) : error_from_priority(from(i));
+    const auto n = static_cast<std::int64_t>(errors.extent(0));
+    if (ToPriority)
+      to_reduced(i, n, errors, positions, buffer);
+    else
+      errors(i) = from_reduced(i, n, positions.extent(0) > 0, buffer);
   }
 };
 
-template <class ExecutionSpace, bool ToPriority, class From, class To>
-void map_codes(const ExecutionSpace& exec, const From& from, const To& to, const char* label) {
+template <class ExecutionSpace, bool ToPriority>
+void map_codes(const ExecutionSpace& exec, const CombinerData<ExecutionSpace>& d, const char* label) {
   // Light-weight launches take the plain kernel-argument path on CUDA: nothing
   // but a kernel node is recorded when captured.
   const auto policy =
       Kokkos::Experimental::require(Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-                                        exec, 0, static_cast<std::int64_t>(to.extent(0))),
+                                        exec, 0, static_cast<std::int64_t>(d.errors.extent(0))),
                                     Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-  Kokkos::parallel_for(label, policy, MapCodes<ExecutionSpace, ToPriority>{from, to});
+  Kokkos::parallel_for(label, policy, MapCodes<ExecutionSpace, ToPriority>{d.errors, d.commit_positions, d.priorities});
 }
 
 [[noreturn]] inline void combine_failure(const std::string& what) {
@@ -146,6 +185,7 @@ void ErrorCombiner<ExecutionSpace>::combine(const ExecutionSpace& exec) const {
   const auto& d = *data_;
   if (d.backend == CombineBackend::none) return;
   const auto n = static_cast<int>(d.errors.extent(0));
+  const auto reduced = static_cast<int>(d.reduced());
 
 #ifdef STATEXFER_HAVE_MPI
   if (d.backend == CombineBackend::mpi) {
@@ -153,21 +193,22 @@ void ErrorCombiner<ExecutionSpace>::combine(const ExecutionSpace& exec) const {
     if constexpr (impl::CombinerData<ExecutionSpace>::host_accessible) {
       // Host memory: map on the host around the reduction (no extra launches).
       exec.fence();
-      std::int32_t* errors = d.errors.data();
-      std::int32_t* priorities = d.priorities.data();
-      for (int i = 0; i < n; ++i) priorities[i] = error_priority(errors[i]);
-      if (n > 0 && MPI_Allreduce(MPI_IN_PLACE, priorities, n, MPI_INT32_T, MPI_MAX, d.mpi_comm) != MPI_SUCCESS)
+      const bool positions = d.commit_positions.extent(0) > 0;
+      for (int i = 0; i < n; ++i) impl::to_reduced(i, n, d.errors, d.commit_positions, d.priorities);
+      if (n > 0 &&
+          MPI_Allreduce(MPI_IN_PLACE, d.priorities.data(), reduced, MPI_INT32_T, MPI_MAX, d.mpi_comm) != MPI_SUCCESS)
         impl::combine_failure("MPI_Allreduce failed");
-      for (int i = 0; i < n; ++i) errors[i] = error_from_priority(priorities[i]);
+      for (int i = 0; i < n; ++i) d.errors(i) = impl::from_reduced(i, n, positions, d.priorities);
     } else {
       // Device memory: map on the device, reduce a host copy, map back.
-      impl::map_codes<ExecutionSpace, true>(exec, d.errors, d.priorities, "statexfer::combine_to_priority");
+      impl::map_codes<ExecutionSpace, true>(exec, d, "statexfer::combine_to_priority");
       Kokkos::deep_copy(exec, d.staging, d.priorities);
       exec.fence();
-      if (n > 0 && MPI_Allreduce(MPI_IN_PLACE, d.staging.data(), n, MPI_INT32_T, MPI_MAX, d.mpi_comm) != MPI_SUCCESS)
+      if (n > 0 &&
+          MPI_Allreduce(MPI_IN_PLACE, d.staging.data(), reduced, MPI_INT32_T, MPI_MAX, d.mpi_comm) != MPI_SUCCESS)
         impl::combine_failure("MPI_Allreduce failed");
       Kokkos::deep_copy(exec, d.priorities, d.staging);
-      impl::map_codes<ExecutionSpace, false>(exec, d.priorities, d.errors, "statexfer::combine_from_priority");
+      impl::map_codes<ExecutionSpace, false>(exec, d, "statexfer::combine_from_priority");
     }
     return;
   }
@@ -178,16 +219,17 @@ void ErrorCombiner<ExecutionSpace>::combine(const ExecutionSpace& exec) const {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) {
       // Enqueued on exec's stream, kernels and the reduction: capturable.
-      impl::map_codes<ExecutionSpace, true>(exec, d.errors, d.priorities, "statexfer::combine_to_priority");
-      const ncclResult_t rc = ncclAllReduce(d.priorities.data(), d.priorities.data(), static_cast<std::size_t>(n),
+      impl::map_codes<ExecutionSpace, true>(exec, d, "statexfer::combine_to_priority");
+      const ncclResult_t rc = ncclAllReduce(d.priorities.data(), d.priorities.data(), static_cast<std::size_t>(reduced),
                                             ncclInt32, ncclMax, d.nccl_comm, exec.cuda_stream());
       if (rc != ncclSuccess) impl::combine_failure(std::string("ncclAllReduce failed: ") + ncclGetErrorString(rc));
-      impl::map_codes<ExecutionSpace, false>(exec, d.priorities, d.errors, "statexfer::combine_from_priority");
+      impl::map_codes<ExecutionSpace, false>(exec, d, "statexfer::combine_from_priority");
     }
 #endif
   }
 #endif
   (void)n;
+  (void)reduced;
   (void)exec;  // a build with neither MPI nor NCCL has nothing to enqueue
 }
 

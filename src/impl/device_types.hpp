@@ -16,7 +16,9 @@ struct BindingEntry {
   std::int32_t unused;
 };
 
-enum WorkKind : std::int32_t { work_row = 0, work_page = 1 };
+/// work_key: the row's prefix_key region (docs/CONTRACT.md §14), 8 bytes that a
+/// snapshot stamps with its key and every other row copy moves as a row tile.
+enum WorkKind : std::int32_t { work_row = 0, work_page = 1, work_key = 2 };
 
 /// One tile of apply()'s work, the same for every command row.
 /// Row tiles: bytes [offset, offset + length) of the row; `binding`/`part` name the
@@ -45,6 +47,13 @@ struct RowPlan {
   std::int32_t flags;
   std::int32_t page;      // main partial page
   std::int32_t tpage[2];  // trailing pages, parts 0 and 1
+  std::int64_t key;       // plan_stamp: the prefix key a snapshot writes (docs/CONTRACT.md §14)
+  // plan_remap (docs/CONTRACT.md §13): state_rows[slot][0] = position_row,
+  // state_rows[slot][accepted] = live_row.
+  std::int64_t live_row;
+  std::int64_t position_row;
+  std::int32_t slot;
+  std::int32_t accepted;
 };
 
 enum PlanFlag : std::int32_t {
@@ -56,6 +65,8 @@ enum PlanFlag : std::int32_t {
   plan_trailing1 = 32,           // trailing part 1 active
   plan_trailing0_shadowed = 64,  // restore: part 1 writes the same cache page after part 0
   plan_host = 128,               // a row is in the host tier: no bulk copies (TMA) on it
+  plan_stamp = 256,              // a snapshot writes its prefix key into the key tile
+  plan_remap = 512,              // a remapping commit: no bytes, two state-row entries swap
 };
 
 /// Device-side constants of a prepared transfer.
@@ -71,6 +82,9 @@ struct TransferShape {
   std::int32_t has_trailing;
   std::int32_t work_items;  // per command row
   std::int32_t page_shift;  // log2(PT) when PT is a power of two, else -1
+  std::int32_t positions;   // K, speculative positions (docs/CONTRACT.md §13); 0: operation 5 is unknown
+  std::int64_t key_offset;  // byte offset of prefix_key (docs/CONTRACT.md §14); -1: no keys
+  std::int32_t remap;       // commits remap the state rows (else they copy)
 };
 
 }  // namespace statexfer::impl

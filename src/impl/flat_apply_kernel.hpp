@@ -19,15 +19,6 @@
 
 namespace statexfer::impl {
 
-/// Threads of the flat grid per work item: a power of two (the index splits with
-/// a shift) covering the longest item at `words` 16-byte words a thread, at
-/// least a warp so that the edge bytes (fewer than 32) have a thread each.
-inline std::int32_t flat_thread_shift(std::int64_t longest_item, int words) {
-  std::int32_t shift = 5;
-  while ((std::int64_t(16) * words << shift) < longest_item) ++shift;
-  return shift;
-}
-
 /// Bytes [0, n) from src to dst (zeros when src is null) by thread t of the
 /// `threads` of one item: words t, t + threads, ... of the widest `Word` that
 /// dst and src share the alignment of, up to `Words` loads in flight before the
@@ -82,6 +73,7 @@ struct FlatApplyFunctor {
   Kokkos::View<const std::int32_t*, memory_space> errors;
   Kokkos::View<const RowPlan*, memory_space> plan;
   Kokkos::View<const WorkItem*, memory_space> items;
+  Kokkos::View<std::int64_t**, Kokkos::LayoutRight, memory_space> state_rows;  // written by remapping commits
   std::int32_t items_per_row;
   std::int32_t thread_shift;
 
@@ -92,10 +84,19 @@ struct FlatApplyFunctor {
     // Three independent loads, the same for every thread of the item (cached).
     const RowPlan p = plan(r);
     const std::int32_t error = errors(r);
-    const WorkItem item = items(w - r * items_per_row);
+    const std::int32_t item_index = w - r * items_per_row;
+    const WorkItem item = items(item_index);
+    if ((p.flags & plan_remap) && (p.flags & plan_active) && error == 0) {
+      if (item_index == 0 && t == 0) remap_state_rows(state_rows, plan(r));
+      return;
+    }
     const ItemMove m = item_move(p, error, item);
     // A thread at or past both the item's length and 32 has neither a word nor an edge byte.
     if (m.length == 0 || (t >= 32 && t >= m.length)) return;
+    if (m.stamp) {
+      if (t == 0) stamp_key(m);
+      return;
+    }
     flat_move_widest<Words>(m.dst, m.src, static_cast<int>(m.length), t, 1 << thread_shift);
   }
 };

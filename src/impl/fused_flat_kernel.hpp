@@ -35,19 +35,21 @@ namespace statexfer::impl {
 
 /// `Features`: the optional checks the transfer has (ValidateFunctor). `Words`:
 /// 16-byte words a thread moves of its block's chunk in one round.
-template <class ExecutionSpace, int Features = feature_all, int Words = 4>
+template <class ExecutionSpace, int Features = feature_every, int Words = 4>
 struct FusedFlatFunctor {
   // Blocks of up to 512 threads (prepare() picks); 64 registers a thread hold
   // a row's record beside the guessed words, 128 with both optional parts
   // (whose records are the largest: 64 would spill them).
   static constexpr int max_block_threads = 512;
   using policy_type =
-      Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<max_block_threads, Features == feature_all ? 1 : 2>>;
+      Kokkos::TeamPolicy<ExecutionSpace,
+                         Kokkos::LaunchBounds<max_block_threads, (Features & feature_all) == feature_all ? 1 : 2>>;
   using member_type = typename policy_type::member_type;
   static constexpr int words_per_thread = Words;
 
   ValidateFunctor<ExecutionSpace, Features> validate;
   Kokkos::View<const WorkItem*, typename ExecutionSpace::memory_space> items;
+  Kokkos::View<std::int64_t**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space> state_rows;  // remaps
   std::int32_t items_per_row = 1;
   std::int32_t chunk_shift = 0;  // log2 of the blocks a work item has
   std::int32_t chunk_bytes = 0;  // bytes of its item a block moves in a round (a multiple of 16)
@@ -126,19 +128,28 @@ struct FusedFlatFunctor {
       const OwnKeys own = own_keys(q, k);
       const bool narrow = shape.rows + shape.host_rows <= INT32_MAX;
       // Two peers in flight: the guessed words hold registers across the scan.
-      const int bits = k.check ? conflict_bits<2>(own, peers, r, static_cast<int>(lim.count), 0, 1, narrow) : 0;
-      const bool t_conflict[2] = {(bits & 2) != 0, (bits & 4) != 0};
+      constexpr bool commits = (Features & feature_commit) != 0;
+      const int bits =
+          k.check ? conflict_bits<commits, 2>(own, peers, r, static_cast<int>(lim.count), 0, 1, narrow) : 0;
       std::int32_t code;
       RowPlan p;
-      finish_row<Features>(q, k, (bits & 1) != 0, t_conflict, lim.pages, validate.row_bases, code, p);
+      validate.finish(q, k, bits, lim, code, p);
       if (item_index == 0 && chunk == 0) {
         validate.errors(r) = code;
         validate.plan(r) = p;
+        validate.record_commit(r, q, lim);
+        // The row's one swap of state-row entries, which other blocks read:
+        // docs/CONTRACT.md §13 says why no other row's code changes with it.
+        if (code == 0 && (p.flags & plan_remap)) remap_state_rows(state_rows, p);
       }
       shared->move = item_move(p, code, shared->item);
     }
     team.team_barrier();
     const ItemMove m = shared->move;
+    if (m.stamp) {
+      if (t == 0 && offset == 0) stamp_key(m);
+      return;
+    }
     // The block's rounds, one decision for all of them: the first stores the
     // words this thread holds when the move reads what it guessed.
     for (int round = 0; round < rounds; ++round) {

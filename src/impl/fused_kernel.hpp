@@ -25,7 +25,7 @@
 namespace statexfer::impl {
 
 /// `Features`: the optional checks the transfer has, as for ValidateFunctor.
-template <class ExecutionSpace, int Features = feature_all>
+template <class ExecutionSpace, int Features = feature_every>
 struct FusedFunctor {
   using policy_type = typename ApplyFunctor<ExecutionSpace>::policy_type;
   using member_type = typename policy_type::member_type;
@@ -61,23 +61,25 @@ struct FusedFunctor {
     const RowCheck k = row_check<Features>(q, r, lim);
     const OwnKeys own = own_keys(q, k);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const std::int64_t o) {
-      constexpr bool trailing = Features & feature_trailing;
+      constexpr bool trailing = Features & feature_trailing, commits = Features & feature_commit;
       found(o) = k.check && o < lim.count && o != r
-                     ? pair_conflicts<trailing>(own, peer_keys<Features>(validate.load_row(o)))
+                     ? pair_conflicts<trailing, false, commits>(own, peer_keys<Features>(validate.load_row(o)))
                      : 0;
     });
     team.team_barrier();
     int bits = 0;
     for (std::int64_t o = 0; o < c; ++o) bits |= found(o);
-    const bool t_conflict[2] = {(bits & 2) != 0, (bits & 4) != 0};
     std::int32_t code;
     RowPlan p;
-    finish_row<Features>(q, k, (bits & 1) != 0, t_conflict, lim.pages, validate.row_bases, code, p);
+    validate.finish(q, k, bits, lim, code, p);
     if (item_index == 0 && team.team_rank() == 0) {
       validate.errors(r) = code;
       validate.plan(r) = p;
+      validate.record_commit(r, q, lim);
     }
-    apply.run_plan(team, staging, p, code, item);
+    // A remapping commit's swap is this team's (item 0) and touches the state
+    // rows other teams read: docs/CONTRACT.md §13 says why their codes stay.
+    apply.run_plan(team, staging, p, code, item, item_index);
   }
 };
 

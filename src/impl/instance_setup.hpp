@@ -1,37 +1,14 @@
 #ifndef STATEXFER_IMPL_INSTANCE_SETUP_HPP
 #define STATEXFER_IMPL_INSTANCE_SETUP_HPP
 
-// Host-side set-up of the instance a transfer runs on: the tuning diagnostics,
-// telling instances apart, and what Kokkos must set up before a capture.
+// Host-side set-up of the instance a transfer runs on: telling instances
+// apart, and what Kokkos must set up before a capture.
 
 #include <Kokkos_Core.hpp>
 
-#include <cstdint>
-#include <cstdlib>
-#include <stdexcept>
-#include <string>
 #include <type_traits>
 
 namespace statexfer::impl {
-
-// Diagnostics for measuring apply()'s design on a machine (README, "Tuning
-// diagnostics"): an integer from the environment in [lo, hi], else `fallback`.
-inline std::int64_t env_integer(const char* name, std::int64_t fallback, std::int64_t lo, std::int64_t hi) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const long long value = std::strtoll(text, &end, 10);
-  if (*end != '\0' || value < lo || value > hi)
-    throw std::invalid_argument(std::string("statexfer: the environment variable ") + name + "=" + text +
-                                " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return value;
-}
-
-// Whether the diagnostic `name` is set (a set value overrides the rules it tunes).
-inline bool env_is_set(const char* name) {
-  const char* text = std::getenv(name);
-  return text != nullptr && *text != '\0';
-}
 
 // Whether two handles name one execution space instance (one stream on CUDA).
 template <class ExecutionSpace>

@@ -6,6 +6,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "flat_apply_kernel.hpp"
 #include "fused_flat_kernel.hpp"
 #include "fused_kernel.hpp"
+#include "launch_plan.hpp"
 #include "validate_kernel.hpp"
 #include "validate_sorted_kernel.hpp"
 
@@ -35,7 +37,8 @@ struct TransferData {
   PageTable<ExecutionSpace> trailing_tables;
   StateRows<ExecutionSpace> state_rows;
   RequestState<ExecutionSpace> requests;
-  HostTier<ExecutionSpace> host_tier;  // empty: no host tier
+  HostTier<ExecutionSpace> host_tier;             // empty: no host tier
+  SpeculativeConfig<ExecutionSpace> speculative;  // positions 0: no commits
   std::vector<PageBinding<ExecutionSpace>> pages;
   std::vector<PageBinding<ExecutionSpace>> trailing_pages;
 
@@ -43,28 +46,17 @@ struct TransferData {
   Kokkos::View<WorkItem*, memory_space> items;
   Kokkos::View<RowPlan*, memory_space> plan;
   SortedValidation<ExecutionSpace> sorted;  // capacities above max_capacity (the extension)
-  bool bulk = false;                        // prepare(): the device code has bulk copies (sm_90+ builds on Hopper+)
-  int validate_team_size = 1;               // asked of the policy in prepare()
-  int validate_vector_length = 1;
-  int validate_rows_per_team = INT32_MAX;  // rows a team decides, >= C: one team (C > 64: unused)
-  int validate_league = 1;
-  int apply_team_size = 1;
-  int flat_words = 0;           // apply() as FlatApplyFunctor with this many words a thread (GPUs), 0: teams
-  std::int32_t flat_shift = 5;  // log2 of the flat grid's threads per work item
+  TransferOptions options;
   std::int64_t longest_item = 0;
-  int fused_team_size = 0;  // validate_and_apply() in one launch as FusedFunctor's teams, else 0
-  // validate_and_apply() as FusedFlatFunctor (fused_flat): its team and chunks.
-  bool fused_flat = false;
-  int fused_flat_team = 1;
-  std::int32_t fused_chunk_shift = 0;
-  std::int32_t fused_chunk_bytes = 0;
-  std::int32_t fused_rounds = 1;
+  LaunchPlan launches;  // prepare()
   bool prepared = false;
   ExecutionSpace exec;  // the instance prepare() bound the transfer to
 
   /// The optional checks this transfer has (ValidateFeature): which
-  /// instantiation validate() and validate_and_apply() launch.
+  /// instantiation validate() and validate_and_apply() launch. With commits,
+  /// every part (the others are tested at run time).
   int validate_features() const {
+    if (shape.positions > 0) return feature_every;
     return (shape.host_rows > 0 ? feature_host_tier : 0) | (shape.has_trailing ? feature_trailing : 0);
   }
 
@@ -73,6 +65,7 @@ struct TransferData {
   template <class Launch>
   void with_features(Launch&& launch) const {
     switch (validate_features()) {
+      case feature_every: return launch(std::integral_constant<int, feature_every>());
       case feature_all: return launch(std::integral_constant<int, feature_all>());
       case feature_host_tier: return launch(std::integral_constant<int, feature_host_tier>());
       case feature_trailing: return launch(std::integral_constant<int, feature_trailing>());
@@ -81,7 +74,7 @@ struct TransferData {
   }
 
   /// `Features`: ValidateFunctor's instantiation (validate() passes the parts the transfer has).
-  template <int Features = feature_all>
+  template <int Features = feature_every>
   ValidateFunctor<ExecutionSpace, Features> validate_functor() const {
     ValidateFunctor<ExecutionSpace, Features> f;
     f.request_slots = commands.request_slots;
@@ -100,14 +93,17 @@ struct TransferData {
     f.request_consumed = requests.consumed_tokens;
     f.host_backing = host_tier.backing();
     f.host_capacity = host_tier.capacity();
+    f.prefix_keys = commands.prefix_keys;
+    f.accepted = speculative.accepted;
+    f.commit_positions = commands.commit_positions;
     f.row_bases = RowBases{pool.backing().data(), host_tier.backing().data(), shape.row_bytes};
     f.shape = shape;
-    f.lanes = validate_vector_length;
-    f.rows_per_team = validate_rows_per_team;
+    f.lanes = std::max(1, launches.validate_vector_length);
+    f.rows_per_team = launches.validate_rows_per_team > 0 ? launches.validate_rows_per_team : INT32_MAX;
     return f;
   }
 
-  template <int Features = feature_all>
+  template <int Features = feature_every>
   FusedFunctor<ExecutionSpace, Features> fused_functor() const {
     return FusedFunctor<ExecutionSpace, Features>{validate_functor<Features>(), apply_functor()};
   }
@@ -117,18 +113,21 @@ struct TransferData {
     FusedFlatFunctor<ExecutionSpace, Features> f;
     f.validate = validate_functor<Features>();
     f.items = items;
+    f.state_rows = state_rows;
     f.items_per_row = shape.work_items;
-    f.chunk_shift = fused_chunk_shift;
-    f.chunk_bytes = fused_chunk_bytes;
-    f.rounds = fused_rounds;
+    f.chunk_shift = launches.fused_chunk_shift;
+    f.chunk_bytes = launches.fused_chunk_bytes;
+    f.rounds = launches.fused_rounds;
     // The guessed words' tail bytes need a thread each (16 and more: GPUs).
-    f.guess = fused_flat_team >= 16 && fused_chunk_bytes <= fused_flat_team * f.words_per_thread * 16 ? 1 : 0;
+    f.guess =
+        launches.fused_block >= 16 && launches.fused_chunk_bytes <= launches.fused_block * f.words_per_thread * 16;
     return f;
   }
 
   template <int Words>
   FlatApplyFunctor<ExecutionSpace, Words> flat_functor() const {
-    return FlatApplyFunctor<ExecutionSpace, Words>{commands.errors, plan, items, shape.work_items, flat_shift};
+    return FlatApplyFunctor<ExecutionSpace, Words>{
+        commands.errors, plan, items, state_rows, shape.work_items, log2_exact(launches.apply_item_threads)};
   }
 
   ApplyFunctor<ExecutionSpace> apply_functor() const {
@@ -136,8 +135,9 @@ struct TransferData {
     f.errors = commands.errors;
     f.plan = plan;
     f.items = items;
+    f.state_rows = state_rows;
     f.items_per_row = shape.work_items;
-    f.bulk = bulk ? 1 : 0;
+    f.bulk = launches.bulk_copies ? 1 : 0;
     return f;
   }
 };

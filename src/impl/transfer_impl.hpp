@@ -21,6 +21,7 @@
 #include "argument_checks.hpp"
 #include "host_tier_checks.hpp"
 #include "instance_setup.hpp"
+#include "speculative_checks.hpp"
 #include "transfer_data.hpp"
 #include "transfer_launch_impl.hpp"
 #include "work_map.hpp"
@@ -53,6 +54,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   using impl::reject;
   using impl::shape_string;
   auto& d = *data_;
+  impl::check_options(config.options);
+  d.options = config.options;
   const std::int64_t c = commands.capacity();
   if (!is_valid_extended_capacity(c))
     reject("command capacity (extent of commands.source_slots) must be a power of two through " +
@@ -114,6 +117,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   auto is_excluded = [&](const std::string& n) {
     return std::find(excluded.begin(), excluded.end(), n) != excluded.end();
   };
+  const std::int64_t key_offset = impl::check_prefix_key(layout, excluded, commands);
+  impl::check_speculative(config.speculative, commands);
 
   std::vector<std::string> bound;
   std::int64_t cache_pages = -1;
@@ -211,6 +216,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   for (const auto& [region, cache] : caches)
     written.emplace_back("the cache of binding '" + region + "'", impl::byte_range(cache));
   if (!config.host_tier.empty()) impl::check_host_tier(pool, config.host_tier, caches, inputs, written);
+  impl::check_speculative_ranges(config, commands, key_offset >= 0, inputs, written);
   const impl::ByteRange errors = impl::byte_range(commands.errors);
   for (const auto& [name, range] : written)
     if (impl::ranges_overlap(errors, range))
@@ -230,6 +236,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.state_rows = config.state_rows;
   d.requests = config.requests;
   d.host_tier = config.host_tier;
+  d.speculative = config.speculative;
 
   d.shape.capacity = c;
   d.shape.rows = pool.rows();
@@ -244,6 +251,9 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.shape.width = static_cast<std::int64_t>(tables.extent(1));
   d.shape.cache_pages = cache_pages;
   d.shape.has_trailing = d.trailing_pages.empty() ? 0 : 1;
+  d.shape.positions = config.speculative.positions;
+  d.shape.key_offset = key_offset;
+  d.shape.remap = config.speculative.move == CommitMove::remap ? 1 : 0;
 
   // Bindings and the work map, built once on the host.
   std::vector<impl::BindingEntry> entries;
@@ -263,10 +273,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
     const Region& r = layout.region(name);
     excluded_ranges.emplace_back(r.offset, r.offset + r.nbytes);
   }
-  const std::int64_t tile =
-      impl::env_integer("STATEXFER_APPLY_TILE_BYTES", impl::tile_bytes, 256, std::int64_t(1) << 30);
-  if (tile % 16 != 0) reject("STATEXFER_APPLY_TILE_BYTES must be a multiple of 16, got " + std::to_string(tile));
-  std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans, tile);
+  const std::int64_t tile = config.options.apply_tile_bytes > 0 ? config.options.apply_tile_bytes : impl::tile_bytes;
+  std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans, tile, key_offset);
   for (impl::WorkItem& item : work)
     if (item.binding >= 0) item.page = entries[static_cast<std::size_t>(item.binding)];
   if (static_cast<std::int64_t>(work.size()) * c > std::numeric_limits<std::int32_t>::max())
@@ -279,14 +287,10 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::work_items"), work.size());
   d.plan = Kokkos::View<impl::RowPlan*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::plan"), cu);
   if (impl::SortedValidation<ExecutionSpace>::applies(c)) {
-    // Tuning diagnostics (README): keys per sort chunk and look-up teams per chunk.
-    const std::int64_t chunk =
-        impl::env_integer("STATEXFER_VALIDATE_CHUNK", impl::SortedValidation<ExecutionSpace>::default_chunk, 64, 4096);
-    if ((chunk & (chunk - 1)) != 0)
-      reject("STATEXFER_VALIDATE_CHUNK must be a power of two, got " + std::to_string(chunk));
-    const auto groups = static_cast<int>(
-        impl::env_integer("STATEXFER_VALIDATE_GROUPS", impl::SortedValidation<ExecutionSpace>::default_groups, 1, 64));
-    d.sorted.allocate(d.shape, chunk, groups);
+    const auto& o = config.options;
+    d.sorted.allocate(
+        d.shape, o.validate_chunk > 0 ? o.validate_chunk : impl::SortedValidation<ExecutionSpace>::default_chunk,
+        o.validate_groups > 0 ? o.validate_groups : impl::SortedValidation<ExecutionSpace>::default_groups);
   }
   Kokkos::deep_copy(d.items,
                     Kokkos::View<const impl::WorkItem*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
@@ -314,134 +318,46 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
     throw std::invalid_argument("statexfer::PreparedStateTransfer::prepare: requires zero live commands (num_ops is " +
                                 std::to_string(count) + ")");
   constexpr bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
-  // Bulk copies where the code that runs has them (Hopper and newer).
-  if constexpr (!host)
-    d.bulk = impl::device_has_bulk_copy(exec) && impl::env_integer("STATEXFER_APPLY_BULK", 1, 0, 1) == 1;
-  // Apply's team: 128 threads on a GPU (the best of 128, 256 and 512 in the
-  // sittings of perf_tests/RESULTS.md), never more than the policy allows.
-  using apply_functor = impl::ApplyFunctor<ExecutionSpace>;
-  const typename apply_functor::policy_type probe(exec, 1, 1);
-  const int team = static_cast<int>(impl::env_integer("STATEXFER_APPLY_TEAM_SIZE", 128, 1, 1024));
-  d.apply_team_size = std::max(1, std::min(team, probe.team_size_max(d.apply_functor(), Kokkos::ParallelForTag())));
-  // Host backends: a team of one. Teams of several OpenMP threads only add
-  // rendezvous to work that is one memcpy per tile.
-  if (host) d.apply_team_size = 1;
-  // GPUs: the flat grid, two 16-byte words a thread (the best of 1, 2 and 4 in
-  // perf_tests/RESULTS.md); 0 asks for the teams (and works on hosts too, slowly).
-  d.flat_words = static_cast<int>(impl::env_integer("STATEXFER_APPLY_WORDS", host ? 0 : 2, 0, 4));
-  if (d.flat_words == 3)
-    throw std::invalid_argument("statexfer: the environment variable STATEXFER_APPLY_WORDS=3 must be 0, 1, 2 or 4");
-  d.flat_shift = impl::flat_thread_shift(d.longest_item, std::max(d.flat_words, 1));
+  // What the device allows, then the plan (impl::choose_launch_plan, a pure function).
+  impl::DeviceLimits limits;
+  limits.host = host;
+  limits.kokkos4 = KOKKOS_VERSION >= 40000;
+  if constexpr (!host) limits.bulk = impl::device_has_bulk_copy(exec);  // Hopper and newer
+  limits.concurrency = exec.concurrency();
   using validate_functor = impl::ValidateFunctor<ExecutionSpace>;
+  limits.vector_length_max = validate_functor::policy_type::vector_length_max();
+  limits.validate_max_threads = validate_functor::max_threads;
+  for (int i = 0, lanes = 1; i < 7 && lanes <= limits.vector_length_max; ++i, lanes *= 2)
+    limits.validate_threads_max[i] =
+        typename validate_functor::policy_type(exec, 1, 1, lanes)
+            .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)))
+            .team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
+  using apply_functor = impl::ApplyFunctor<ExecutionSpace>;
+  limits.apply_team_max =
+      typename apply_functor::policy_type(exec, 1, 1).team_size_max(d.apply_functor(), Kokkos::ParallelForTag());
+  const bool bulk = !host && limits.bulk && d.options.apply_bulk_copies != 0;
+  using fused_functor = impl::FusedFunctor<ExecutionSpace>;
+  limits.fused_team_max =
+      typename fused_functor::policy_type(exec, 1, 1)
+          .set_scratch_size(0, Kokkos::PerTeam(fused_functor::scratch_bytes(d.shape.capacity, bulk)))
+          .team_size_max(d.fused_functor(), Kokkos::ParallelForTag());
+  using flat_functor = impl::FusedFlatFunctor<ExecutionSpace, impl::feature_all>;
+  limits.fused_flat_words = flat_functor::words_per_thread;
+  limits.fused_flat_team_max =
+      typename flat_functor::policy_type(exec, 1, 1)
+          .set_scratch_size(0, Kokkos::PerTeam(flat_functor::scratch_bytes(d.shape.capacity)))
+          .team_size_max(d.template fused_flat_functor<impl::feature_all>(), Kokkos::ParallelForTag());
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
-    d.validate_team_size = d.sorted.team_size(exec, d.validate_functor());
-  } else {
-    // A thread per command row, in one team or, on GPUs above 32 commands,
-    // several (STATEXFER_VALIDATE_ROWS_PER_TEAM rows each, default 8; every
-    // team shares all C rows' keys, ValidateFunctor). A row's vector lanes
-    // split its scan of the others when it has more than
-    // STATEXFER_VALIDATE_PEERS_PER_LANE to scan (default 4 with several teams,
-    // 8 in one): the fewest lanes (a power of two) that leave each at most that
-    // many, while the team fits the block (ValidateFunctor::max_threads, the
-    // policy's team_size_max). In one team at most 4 lanes: there all C rows'
-    // warps share one SM. The defaults are the best of the sittings in
-    // perf_tests/RESULTS.md (sessions 13 and 14); at C = 32 one team and
-    // several were level.
-    const int c = static_cast<int>(d.shape.capacity);
-    const auto rows = std::min<int>(
-        c, static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_ROWS_PER_TEAM", !host && c > 32 ? 8 : 64, 1, 64)));
-    const auto per_lane =
-        static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_PEERS_PER_LANE", rows < c ? 4 : 8, 1, 64));
-    const auto threads_max = [&](int lanes) {
-      return typename validate_functor::policy_type(exec, 1, 1, lanes)
-          .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)))
-          .team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
-    };
-    const int max_lanes = std::min(rows < c ? INT32_MAX : 4, validate_functor::policy_type::vector_length_max());
-    int lanes = 1;
-    while (!host && lanes * per_lane < c && (rows < c || c > 2 * per_lane) && 2 * lanes <= max_lanes &&
-           2 * lanes * rows <= validate_functor::max_threads && threads_max(2 * lanes) >= rows)
-      lanes *= 2;
-    d.validate_vector_length = lanes;
-    d.validate_rows_per_team = rows;
-    d.validate_league = (c + rows - 1) / rows;
-    d.validate_team_size = host ? 1 : std::max(1, std::min<int>(threads_max(lanes), rows));
+    limits.sort_team_max = d.sorted.team_size_max(exec, d.validate_functor());
+    limits.sort_teams = d.sorted.teams();
+    limits.sort_chunk = d.sorted.work.chunk;
   }
-  // validate_and_apply() in one launch on GPUs up to 64 commands (on hosts
-  // every team or block would repeat the loads of every row on the CPU: two
-  // launches). Up to 8 commands (Kokkos 4) the flat grid's blocks decide their
-  // rows (FusedFlatFunctor), else the teams do (FusedFunctor) while their league is
-  // about one wave of the device's threads. STATEXFER_VALIDATE_AND_APPLY (0 two
-  // launches, 1 the teams, 2 the flat grid) overrides the rule, for tuning and tests.
-  d.fused_team_size = 0;
-  d.fused_flat = false;
-  const bool sorted = impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity);
-  // The flat grid saves validate()'s launch (about 3 µs on an H200) but its
-  // blocks' decisions cost 1-3% of the copy: by default up to 256 MiB a batch,
-  // and on Kokkos 4 only (on Kokkos 3.4 it was 10-15% slower than two launches
-  // on rows of tens of MiB; perf_tests/RESULTS.md).
-  constexpr bool flat_default = KOKKOS_VERSION >= 40000;
-  const bool flat_fits = d.shape.capacity <= 8 && d.shape.capacity * d.shape.row_bytes <= (std::int64_t(256) << 20);
-  const int fallback = host || sorted ? 0 : flat_default && flat_fits ? 2 : 1;
-  const int design = static_cast<int>(impl::env_integer("STATEXFER_VALIDATE_AND_APPLY", fallback, 0, 2));
-  if (design == 1 && !sorted) {
-    using fused_functor = impl::FusedFunctor<ExecutionSpace>;
-    const auto fprobe =
-        typename fused_functor::policy_type(exec, 1, 1)
-            .set_scratch_size(0, Kokkos::PerTeam(fused_functor::scratch_bytes(d.shape.capacity, d.bulk)));
-    const int fmax = fprobe.team_size_max(d.fused_functor(), Kokkos::ParallelForTag());
-    // A thread per command row in the load phase (hosts' teams of one have too few: two launches).
-    if (fmax >= d.shape.capacity)
-      d.fused_team_size = std::max<int>(static_cast<int>(d.shape.capacity), std::min(fmax, d.apply_team_size));
-    // Every team validates its row again: worth saving a launch only while the
-    // league is about one wave of the device's threads; past that every wave
-    // pays the validation again and two launches are faster (RESULTS.md).
-    if (d.fused_team_size > 0 && !impl::env_is_set("STATEXFER_VALIDATE_AND_APPLY") &&
-        d.shape.capacity * d.shape.work_items > std::int64_t(exec.concurrency()) / d.fused_team_size)
-      d.fused_team_size = 0;
-  } else if (design == 2 && !sorted) {
-    // Blocks of STATEXFER_FUSED_BLOCK threads (default 128; 256 was level,
-    // 512 slower) moving 4 16-byte words each of a chunk (2 were 20-40%
-    // slower on rows of tens of MiB: fewer bytes in flight); hosts: a team of
-    // one per work item.
-    using flat_functor = impl::FusedFlatFunctor<ExecutionSpace>;
-    const int asked = static_cast<int>(impl::env_integer("STATEXFER_FUSED_BLOCK", 128, 32, 512));
-    const int block =
-        host ? 1
-             : std::min(asked, typename flat_functor::policy_type(exec, 1, 1)
-                                   .set_scratch_size(0, Kokkos::PerTeam(flat_functor::scratch_bytes(d.shape.capacity)))
-                                   .team_size_max(d.template fused_flat_functor<impl::feature_all>(),
-                                                  Kokkos::ParallelForTag()));
-    const std::int64_t chunk =
-        host ? (d.longest_item + 15) / 16 * 16 : std::int64_t(block) * flat_functor::words_per_thread * 16;
-    const auto chunk_shift = [&](int rounds) {
-      std::int32_t shift = 0;
-      while ((chunk * rounds << shift) < d.longest_item) ++shift;
-      return shift;
-    };
-    // Chunks a block moves, its decision's first and then the others
-    // (STATEXFER_FUSED_ROUNDS). A grid of one round a block that is one to two
-    // waves of resident blocks leaves most SMs idle in its second: there two
-    // rounds a block make it one wave (jamba-v0.1 C = 1: 8.3 to 7.0 µs on the
-    // H200, RESULTS.md); longer grids gained nothing from more rounds. The
-    // launch bounds hold 1024 threads an SM, half of the device's concurrency.
-    const std::int64_t blocks = d.shape.capacity * d.shape.work_items << chunk_shift(1);
-    const std::int64_t resident = std::int64_t(exec.concurrency()) / 2 / block;
-    // Read on hosts too (a value out of range is refused everywhere); they move an item a block.
-    const auto asked_rounds = static_cast<int>(
-        impl::env_integer("STATEXFER_FUSED_ROUNDS", blocks > resident && blocks <= 2 * resident ? 2 : 1, 1, 64));
-    const int rounds = host ? 1 : asked_rounds;
-    const std::int32_t shift = chunk_shift(rounds);
-    // A GPU block needs a thread per edge byte of its chunk (fewer than 32).
-    if ((host || block >= 32) &&
-        d.shape.capacity * d.shape.work_items <= (std::numeric_limits<std::int32_t>::max() >> shift)) {
-      d.fused_flat = true;
-      d.fused_flat_team = block;
-      d.fused_chunk_shift = shift;
-      d.fused_chunk_bytes = static_cast<std::int32_t>(chunk);
-      d.fused_rounds = rounds;
-    }
-  }
+  impl::PlanShape plan_shape;
+  plan_shape.capacity = d.shape.capacity;
+  plan_shape.work_items = d.shape.work_items;
+  plan_shape.longest_item = d.longest_item;
+  plan_shape.row_bytes = d.shape.row_bytes;
+  d.launches = impl::choose_launch_plan(plan_shape, limits, d.options);
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
   d.exec = exec;
   d.prepared = true;

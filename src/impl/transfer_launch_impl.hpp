@@ -26,12 +26,13 @@ template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec) const {
   const auto& d = ready("validate", &exec);
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity))
-    return d.sorted.launch(exec, d.validate_functor(), d.validate_team_size);
+    return d.sorted.launch(exec, d.validate_functor(), d.launches.validate_team_size);
   // The instantiation with only the optional checks this transfer has (validate_kernel.hpp).
   auto launch = [&](auto f) {
     using functor = decltype(f);
     auto policy = Kokkos::Experimental::require(
-        typename functor::policy_type(exec, d.validate_league, d.validate_team_size, d.validate_vector_length)
+        typename functor::policy_type(exec, d.launches.validate_league, d.launches.validate_team_size,
+                                      d.launches.validate_vector_length)
             .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     Kokkos::parallel_for("statexfer::validate", policy, f);
@@ -47,16 +48,16 @@ void PreparedStateTransfer<ExecutionSpace>::apply() const {
 template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
   const auto& d = ready("apply", &exec);
-  if (d.flat_words > 0) {
-    const std::int64_t threads = (d.shape.capacity * d.shape.work_items) << d.flat_shift;
+  if (d.launches.apply_words > 0) {
+    const std::int64_t threads = d.launches.work_items * d.launches.apply_item_threads;
     auto launch = [&](auto f) {
       auto policy = Kokkos::Experimental::require(typename decltype(f)::policy_type(exec, 0, threads),
                                                   Kokkos::Experimental::WorkItemProperty::HintLightWeight);
       Kokkos::parallel_for("statexfer::apply", policy, f);
     };
-    if (d.flat_words == 1)
+    if (d.launches.apply_words == 1)
       launch(d.template flat_functor<1>());
-    else if (d.flat_words == 2)
+    else if (d.launches.apply_words == 2)
       launch(d.template flat_functor<2>());
     else
       launch(d.template flat_functor<4>());
@@ -64,8 +65,8 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
   }
   using functor = impl::ApplyFunctor<ExecutionSpace>;
   auto policy = Kokkos::Experimental::require(
-      typename functor::policy_type(exec, d.shape.capacity * d.shape.work_items, d.apply_team_size)
-          .set_scratch_size(0, Kokkos::PerTeam(d.bulk ? impl::bulk_scratch_bytes : 0)),
+      typename functor::policy_type(exec, d.launches.work_items, d.launches.apply_team_size)
+          .set_scratch_size(0, Kokkos::PerTeam(d.launches.bulk_copies ? impl::bulk_scratch_bytes : 0)),
       Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   Kokkos::parallel_for("statexfer::apply", policy, d.apply_functor());
 }
@@ -78,7 +79,7 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply() const {
 template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSpace& exec) const {
   const auto& d = ready("validate_and_apply", &exec);
-  if (!d.fused_flat && d.fused_team_size == 0) {
+  if (d.launches.validate_and_apply == FusedDesign::two_launches) {
     validate(exec);
     apply(exec);
     return;
@@ -90,19 +91,23 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSp
         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     Kokkos::parallel_for("statexfer::validate_and_apply", policy, f);
   };
-  const std::int64_t items = d.shape.capacity * d.shape.work_items;
   d.with_features([&](auto features) {
     constexpr int features_v = decltype(features)::value;
-    if (d.fused_flat) {
+    if (d.launches.validate_and_apply == FusedDesign::flat_grid) {
       using functor = impl::FusedFlatFunctor<ExecutionSpace, features_v>;
-      launch(d.template fused_flat_functor<features_v>(), items << d.fused_chunk_shift, d.fused_flat_team,
+      launch(d.template fused_flat_functor<features_v>(), d.launches.fused_blocks, d.launches.fused_block,
              functor::scratch_bytes(d.shape.capacity));
     } else {
       using functor = impl::FusedFunctor<ExecutionSpace, features_v>;
-      launch(d.template fused_functor<features_v>(), items, d.fused_team_size,
-             functor::scratch_bytes(d.shape.capacity, d.bulk));
+      launch(d.template fused_functor<features_v>(), d.launches.work_items, d.launches.fused_team_size,
+             functor::scratch_bytes(d.shape.capacity, d.launches.bulk_copies));
     }
   });
+}
+
+template <class ExecutionSpace>
+LaunchPlan PreparedStateTransfer<ExecutionSpace>::launch_plan() const {
+  return ready("launch_plan", nullptr).launches;
 }
 
 template <class ExecutionSpace>
@@ -110,29 +115,29 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   if (!data_) return "moved-from";
   const auto& d = *data_;
   if (!d.prepared) return "not prepared";
-  const bool sorted = impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity);
+  const LaunchPlan& p = d.launches;
   // validate: teams x threads x lanes (C <= 64), or (the extension) keys, a sort team per
   // chunk of each key array, decide; apply: a flat grid of threads per work item
   // of every row (GPUs) or a team per work item (hosts).
   const std::string validate =
-      sorted ? "validate (sorted) " + std::to_string(d.sorted.teams()) + "x" + std::to_string(d.validate_team_size) +
-                   " sort teams, 2x" + std::to_string(d.shape.capacity) + " rows"
-             : "validate " + std::to_string(d.validate_league) + "x" + std::to_string(d.validate_team_size) + "x" +
-                   std::to_string(d.validate_vector_length);
-  const std::string items = std::to_string(d.shape.capacity * d.shape.work_items);
-  const std::string apply = d.flat_words > 0
-                                ? items + "x" + std::to_string(1 << d.flat_shift) + " flat (" +
-                                      std::to_string(d.flat_words) + " words a thread)"
-                                : items + "x" + std::to_string(d.apply_team_size) + (d.bulk ? " (bulk copies)" : "");
+      p.sorted_validation
+          ? "validate (sorted) " + std::to_string(p.sort_teams) + "x" + std::to_string(p.validate_team_size) +
+                " sort teams, 2x" + std::to_string(d.shape.capacity) + " rows"
+          : "validate " + std::to_string(p.validate_league) + "x" + std::to_string(p.validate_team_size) + "x" +
+                std::to_string(p.validate_vector_length);
+  const std::string items = std::to_string(p.work_items);
+  const std::string apply =
+      p.apply_words > 0 ? items + "x" + std::to_string(p.apply_item_threads) + " flat (" +
+                              std::to_string(p.apply_words) + " words a thread)"
+                        : items + "x" + std::to_string(p.apply_team_size) + (p.bulk_copies ? " (bulk copies)" : "");
   // validate_and_apply in one launch: blocks x threads of the flat grid, or teams x threads.
   std::string fused;
-  if (d.fused_flat)
-    fused = ", validate_and_apply " + std::to_string((d.shape.capacity * d.shape.work_items) << d.fused_chunk_shift) +
-            "x" + std::to_string(d.fused_flat_team) + " flat (" +
-            std::to_string(impl::FusedFlatFunctor<ExecutionSpace>::words_per_thread) + " words a thread" +
-            (d.fused_rounds > 1 ? ", " + std::to_string(d.fused_rounds) + " rounds a block)" : ")");
-  else if (d.fused_team_size > 0)
-    fused = ", validate_and_apply " + items + "x" + std::to_string(d.fused_team_size);
+  if (p.validate_and_apply == FusedDesign::flat_grid)
+    fused = ", validate_and_apply " + std::to_string(p.fused_blocks) + "x" + std::to_string(p.fused_block) + " flat (" +
+            std::to_string(p.fused_words) + " words a thread" +
+            (p.fused_rounds > 1 ? ", " + std::to_string(p.fused_rounds) + " rounds a block)" : ")");
+  else if (p.validate_and_apply == FusedDesign::teams)
+    fused = ", validate_and_apply " + items + "x" + std::to_string(p.fused_team_size);
   return validate + ", apply " + apply + fused;
 }
 

@@ -25,10 +25,10 @@ struct alignas(16) PeerKeys {
   std::int32_t page_restore;  // o_page of a copy into its request's live row (a restore), else -1
   std::int32_t snapshot_row;  // src == state
   std::int32_t tpage32[2];    // tpage, INT32_MIN for trailing_unused
-  std::int32_t unused;
-  std::int64_t dst;       // row_key of its destination
-  std::int64_t src;       // row_key of the row it reads, else -1
-  std::int64_t tpage[2];  // trailing entries of a copy with a valid slot, else trailing_unused
+  std::int32_t src_written;   // a commit: its position row (src) counts as written (docs/CONTRACT.md §13)
+  std::int64_t dst;           // row_key of its destination
+  std::int64_t src;           // row_key of the row it reads, else -1
+  std::int64_t tpage[2];      // trailing entries of a copy with a valid slot, else trailing_unused
 };
 
 inline constexpr std::int64_t trailing_none = INT64_MAX;  // no peer's trailing entry (int32 or trailing_unused)
@@ -45,6 +45,7 @@ struct OwnKeys {
   bool restore;           // a restore: any other row's page collides, else only a restore's
   bool snapshot_row;      // trailing: two snapshot rows never collide
   bool trailing;          // a trailing part is active
+  bool src_written;       // a commit: a peer reading its src collides too
 };
 
 /// Conflicts of a checked row with one other live row, as bits: 1 rows or main
@@ -52,15 +53,17 @@ struct OwnKeys {
 /// trailing part (else no trailing entry can collide). `Narrow`: 32-bit
 /// compares, exact when every row key lies in [-2, 2^31) (rows + host rows <=
 /// INT32_MAX: low 32 bits tell such keys apart) and no active part of k has the
-/// entry INT32_MIN (which stands for an unused part of p). Bitwise, not
+/// entry INT32_MIN (which stands for an unused part of p). `Commits`: either
+/// row may be a commit, whose source counts as written. Bitwise, not
 /// short-circuit, operators, and no branch: a pair is a dozen compares, which
 /// a loop over the peers overlaps with the next pair's loads.
-template <bool Trailing = true, bool Narrow = false>
+template <bool Trailing = true, bool Narrow = false, bool Commits = false>
 KOKKOS_INLINE_FUNCTION int pair_conflicts(const OwnKeys& k, const PeerKeys& p) {
   bool rows, part0 = false, part1 = false;
   if constexpr (Narrow) {
     const auto dst = static_cast<std::int32_t>(k.dst), src = static_cast<std::int32_t>(k.src);
     rows = (dst == p.dst32) | (src == p.dst32) | (dst == p.src32);
+    if (Commits) rows |= (k.src_written | (p.src_written != 0)) & (src == p.src32);
     if (Trailing) {
       const auto t0 = static_cast<std::int32_t>(k.tpage[0]), t1 = static_cast<std::int32_t>(k.tpage[1]);
       part0 = k.t_active[0] & ((p.tpage32[0] == t0) | (p.tpage32[1] == t0));
@@ -68,6 +71,7 @@ KOKKOS_INLINE_FUNCTION int pair_conflicts(const OwnKeys& k, const PeerKeys& p) {
     }
   } else {
     rows = (k.dst == p.dst) | (k.src == p.dst) | (k.dst == p.src);
+    if (Commits) rows |= (k.src_written | (p.src_written != 0)) & (k.src == p.src);
     if (Trailing) {
       part0 = (p.tpage[0] == k.tpage[0]) | (p.tpage[1] == k.tpage[0]);
       part1 = (p.tpage[0] == k.tpage[1]) | (p.tpage[1] == k.tpage[1]);
@@ -88,7 +92,7 @@ KOKKOS_INLINE_FUNCTION int pair_conflicts(const OwnKeys& k, const PeerKeys& p) {
 /// compared, so that their shared-memory loads are in flight together instead
 /// of each pair waiting for its own; past count a group reloads its first peer
 /// and masks it out.
-template <bool Trailing, bool Narrow, int Group = 4>
+template <bool Trailing, bool Narrow, bool Commits, int Group = 4>
 KOKKOS_INLINE_FUNCTION int scan_peers(const OwnKeys& k, const PeerKeys* peers, int r, int count, int first, int step) {
   constexpr int group = Group;
   int bits = 0;
@@ -98,7 +102,7 @@ KOKKOS_INLINE_FUNCTION int scan_peers(const OwnKeys& k, const PeerKeys* peers, i
     for (int i = 0; i < group; ++i) {
       const int e = o + i * step;
       const int counts = (e < count) & (e != r);  // a live row, not itself
-      bits |= pair_conflicts<Trailing, Narrow>(k, p[i]) & -counts;
+      bits |= pair_conflicts<Trailing, Narrow, Commits>(k, p[i]) & -counts;
     }
   }
   return bits;
@@ -109,16 +113,17 @@ KOKKOS_INLINE_FUNCTION int scan_peers(const OwnKeys& k, const PeerKeys* peers, i
 /// `narrow` (every row key fits: rows + host rows <= INT32_MAX) and no active
 /// part has the entry INT32_MIN. `Group` peers' keys in flight at a time (their
 /// registers: fewer where a kernel holds other values across the scan).
-template <int Group = 4>
+/// `Commits`: the batch may hold commits (docs/CONTRACT.md §13).
+template <bool Commits, int Group = 4>
 KOKKOS_INLINE_FUNCTION int conflict_bits(const OwnKeys& k, const PeerKeys* peers, int r, int count, int first, int step,
                                          bool narrow) {
   const bool t_narrow =
       narrow && (!k.t_active[0] || k.tpage[0] != INT32_MIN) && (!k.t_active[1] || k.tpage[1] != INT32_MIN);
   if (k.trailing)
-    return t_narrow ? scan_peers<true, true, Group>(k, peers, r, count, first, step)
-                    : scan_peers<true, false, Group>(k, peers, r, count, first, step);
-  return narrow ? scan_peers<false, true, Group>(k, peers, r, count, first, step)
-                : scan_peers<false, false, Group>(k, peers, r, count, first, step);
+    return t_narrow ? scan_peers<true, true, Commits, Group>(k, peers, r, count, first, step)
+                    : scan_peers<true, false, Commits, Group>(k, peers, r, count, first, step);
+  return narrow ? scan_peers<false, true, Commits, Group>(k, peers, r, count, first, step)
+                : scan_peers<false, false, Commits, Group>(k, peers, r, count, first, step);
 }
 
 }  // namespace statexfer::impl

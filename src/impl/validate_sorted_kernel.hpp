@@ -10,7 +10,10 @@
 //     (absent: all ones, sorted last):
 //        0 destinations: the row key of dst (row_key: device and host rows
 //                        apart), when it is a row
-//        1 sources:      the row key of src of a copying row, when it is a row
+//        1 sources:      (row key << 1) | written, for src of a copying row
+//                        when it is a row; written: a commit's position row
+//                        other than its live row, which counts as written
+//                        (docs/CONTRACT.md §13)
 //        2 pages:        (o_page << 1) | restore, when o_page >= 0 (restore:
 //                        a copy into the request's live row)
 //        3, 4 trailing:  ((entry + 2^31) << 1) | snapshot, for trailing part 0
@@ -72,11 +75,21 @@ KOKKOS_INLINE_FUNCTION std::uint64_t trailing_key(std::int64_t entry, bool role)
   return page_key(entry + (std::int64_t(1) << 31), role);
 }
 
+/// A commit's position row other than its live row: counts as written (docs/CONTRACT.md §13).
+KOKKOS_INLINE_FUNCTION bool writes_source(const RowRecord& q) {
+  return (q.kind & row_commit) && q.src_key != q.dst_key;
+}
+
+/// Key of a row in the sources' array, with its written bit.
+KOKKOS_INLINE_FUNCTION std::uint64_t source_key(std::int64_t row_key, bool written) {
+  return (static_cast<std::uint64_t>(row_key) << 1) | (written ? 1u : 0u);
+}
+
 /// The key row `q` (live) puts into array `a`, or sorted_absent.
 KOKKOS_INLINE_FUNCTION std::uint64_t sorted_key(const RowRecord& q, int a) {
   const bool pages = (q.kind & row_pages) != 0;
   if (a == sorted_dst) return q.dst_key > 0 ? static_cast<std::uint64_t>(q.dst_key) : sorted_absent;
-  if (a == sorted_src) return q.src_key > 0 ? static_cast<std::uint64_t>(q.src_key) : sorted_absent;
+  if (a == sorted_src) return q.src_key > 0 ? source_key(q.src_key, writes_source(q)) : sorted_absent;
   if (a == sorted_page) {
     const std::int64_t page = peer_page(q);
     return page >= 0 ? page_key(page, pages && q.dst == q.state) : sorted_absent;
@@ -113,13 +126,15 @@ KOKKOS_INLINE_FUNCTION int count_keys(const std::uint64_t* KOKKOS_RESTRICT a, in
 
 /// The lookups of a row in one chunk (SortedWork::lookups): one byte per query.
 enum SortedLookup : int {
-  lookup_dst_in_dst = 0,  // destinations equal to its dst (at most 2)
-  lookup_src_in_dst = 1,  // destinations equal to its src (at most 2)
-  lookup_dst_in_src = 2,  // sources equal to its dst (at most 2)
-  lookup_page = 3,        // restore: pages equal to its page (at most 2); else restores' pages (at most 1)
-  lookup_trailing = 4,    // + 2 * array + part: trailing keys of array 0/1 equal to its part's entry (at
-                          // most 3), of non-snapshot rows only when it is a snapshot
-  lookup_bytes = 8
+  lookup_dst_in_dst = 0,      // destinations equal to its dst (at most 2)
+  lookup_src_in_dst = 1,      // destinations equal to its src (at most 2)
+  lookup_dst_in_src = 2,      // sources equal to its dst (at most 2)
+  lookup_page = 3,            // restore: pages equal to its page (at most 2); else restores' pages (at most 1)
+  lookup_trailing = 4,        // + 2 * array + part: trailing keys of array 0/1 equal to its part's entry (at
+                              // most 3), of non-snapshot rows only when it is a snapshot
+  lookup_src_in_src = 8,      // a commit: sources equal to its position row (at most 2)
+  lookup_src_in_written = 9,  // written sources (commits' position rows) equal to its src (at most 2)
+  lookup_bytes = 10
 };
 
 /// The work Views of the sorted validation, allocated with the transfer.
@@ -197,9 +212,14 @@ struct SortedLookupFunctor {
           out[lookup_src_in_dst] = static_cast<std::uint8_t>(count_keys(sorted, n, src, src, 2));
         }
       } else if (a == sorted_src) {
-        if (q.dst_key > 0) {
-          const auto dst = static_cast<std::uint64_t>(q.dst_key);
-          out[lookup_dst_in_src] = static_cast<std::uint8_t>(count_keys(sorted, n, dst, dst, 2));
+        if (q.dst_key > 0)
+          out[lookup_dst_in_src] = static_cast<std::uint8_t>(
+              count_keys(sorted, n, source_key(q.dst_key, false), source_key(q.dst_key, true), 2));
+        if (shape.positions > 0 && q.src_key > 0) {
+          const std::uint64_t read = source_key(q.src_key, false), written = source_key(q.src_key, true);
+          if (q.kind & row_commit)
+            out[lookup_src_in_src] = static_cast<std::uint8_t>(count_keys(sorted, n, read, written, 2));
+          out[lookup_src_in_written] = static_cast<std::uint8_t>(count_keys(sorted, n, written, written, 2));
         }
       } else if (a == sorted_page) {
         const std::int64_t page = peer_page(q);
@@ -247,6 +267,11 @@ struct SortedDecideFunctor {
       const int same = q.src_key == q.dst_key ? 1 : 0;
       conflict = in[lookup_dst_in_dst] > 1 || in[lookup_dst_in_src] > (k.copying ? same : 0) ||
                  (k.copying && in[lookup_src_in_dst] > same);
+      // A commit's position row counts as written (§13): another source on it,
+      // or a commit's on its source (its own excepted).
+      if (base.shape.positions > 0)
+        conflict = conflict || (k.commit && in[lookup_src_in_src] > 1) ||
+                   (k.copying && in[lookup_src_in_written] > (writes_source(q) ? 1 : 0));
       // Main partial page: a restore collides with any other row's, the others
       // with a restore's (its own key is one of the first kind).
       if (k.page >= 0) conflict = conflict || in[lookup_page] > (k.restore ? 1 : 0);
@@ -262,9 +287,11 @@ struct SortedDecideFunctor {
     }
     std::int32_t code;
     RowPlan p;
-    finish_row(q, k, conflict, t_conflict, lim.pages, base.row_bases, code, p);
+    const int bits = (conflict ? 1 : 0) | (t_conflict[0] ? 2 : 0) | (t_conflict[1] ? 4 : 0);
+    base.finish(q, k, bits, lim, code, p);
     base.errors(r) = code;
     base.plan(r) = p;
+    base.record_commit(r, q, lim);
   }
 };
 
@@ -322,15 +349,14 @@ struct SortedValidation {
 
   int teams() const noexcept { return work.arrays * work.chunks * work.groups; }
 
-  /// The sort team: a thread per compare-exchange of a network step (half a
-  /// chunk) up to what the policy allows; one thread on hosts, where the chunks
-  /// are sorted side by side by different threads.
-  int team_size(const ExecutionSpace& exec, const ValidateFunctor<ExecutionSpace>& base) const {
-    if (std::is_same<memory_space, Kokkos::HostSpace>::value) return 1;
+  /// The largest team the sort and look-up launch allows. Its team is a thread
+  /// per compare-exchange of a network step (half a chunk) up to that, one
+  /// thread on hosts, where the chunks are sorted side by side by different
+  /// threads (launch_plan.hpp).
+  int team_size_max(const ExecutionSpace& exec, const ValidateFunctor<ExecutionSpace>& base) const {
     const auto probe =
         typename lookup_functor::policy_type(exec, teams(), 1).set_scratch_size(0, Kokkos::PerTeam(scratch_bytes()));
-    const int max = std::max(1, std::min(probe.team_size_max(lookup(base), Kokkos::ParallelForTag()), 1024));
-    return std::min(max, std::max(1, work.chunk / 2));
+    return probe.team_size_max(lookup(base), Kokkos::ParallelForTag());
   }
 
   /// Enqueue the three launches on `exec`: no allocation, no fence (level-0

@@ -26,11 +26,13 @@ struct BindingSpan {
 };
 
 /// Row tiles over [0, row_bytes) minus `excluded` (split where a binding's page
-/// lies, so a tile lies wholly inside one page or outside all), then page tiles
-/// for every binding and part.
+/// lies, so a tile lies wholly inside one page or outside all; the 8 bytes of
+/// the prefix key at `key_offset`, when >= 0, are a tile of their own, kind
+/// work_key), then page tiles for every binding and part.
 std::vector<WorkItem> build_work_map(std::int64_t row_bytes,
                                      const std::vector<std::pair<std::int64_t, std::int64_t>>& excluded,
-                                     const std::vector<BindingSpan>& bindings, std::int64_t tile = tile_bytes);
+                                     const std::vector<BindingSpan>& bindings, std::int64_t tile = tile_bytes,
+                                     std::int64_t key_offset = -1);
 
 }  // namespace statexfer::impl
 

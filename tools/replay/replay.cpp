@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* prog = "statexfer-replay: ";
 
-using Runner = CaseOutputs (*)(const Case&, Steps);
+using Runner = CaseOutputs (*)(const Case&, Steps, const TransferOptions&);
 
 struct Backend {
   const char* name;
@@ -119,7 +119,7 @@ int replay(const Options& opt, Runner run, const std::string& backend_name) {
         throw CaseError(dir.string() + ": no expected/ answers to check against");
       CaseOutputs outputs;
       try {
-        outputs = run(c, opt.fused ? Steps::fused : Steps::separate);
+        outputs = run(c, opt.fused ? Steps::fused : Steps::separate, TransferOptions{});
       } catch (const CaseError&) {
         throw;
       } catch (const std::exception& e) {

@@ -119,6 +119,20 @@ inline statexfer::StateLayout test_layout() {
                                 test_row_bytes);
 }
 
+/// test_layout() with a prefix_key region (docs/CONTRACT.md §14) in the last 8
+/// bytes of `conv`: the same row size, bindings and offsets otherwise.
+inline constexpr std::int64_t off_key = 24;
+inline statexfer::StateLayout keyed_test_layout() {
+  using statexfer::DType;
+  return statexfer::StateLayout({{"consumed_tokens", off_consumed, 8, DType::int64},
+                                 {"conv", off_conv, 16, DType::float32},
+                                 {"prefix_key", off_key, 8, DType::int64},
+                                 {"kv", off_kv, kv_bytes, DType::uint8},
+                                 {"draft", off_draft, draft_bytes, DType::uint8},
+                                 {"meta", off_meta, meta_bytes, DType::uint8}},
+                                test_row_bytes);
+}
+
 inline std::uint8_t pool_pattern(std::int64_t row, std::int64_t byte) {
   return static_cast<std::uint8_t>((row * 29 + byte * 7 + 3) & 0xff);
 }
@@ -129,21 +143,17 @@ inline std::uint8_t cache_pattern(std::int64_t salt, std::int64_t page, std::int
 // ---------------------------------------------------------------------------
 // The batch.
 
-struct Command {
-  std::int64_t slot = -1;
-  std::int64_t src = -1;
-  std::int64_t dst = -1;
-  std::int32_t op = 0;
-  std::int64_t end = -1;
-};
+/// A command as the tests write it: the library's own (statexfer::Command, with
+/// its field order slot, source, destination, operation, endpoint, key).
+using Command = statexfer::Command;
 
 inline Command snapshot_cmd(std::int64_t slot, std::int64_t src, std::int64_t dst, std::int64_t end) {
-  return {slot, src, dst, 0, end};
+  return Command::snapshot(slot, src, dst, end);
 }
 inline Command restore_cmd(std::int64_t slot, std::int64_t src, std::int64_t dst, std::int64_t end) {
-  return {slot, src, dst, 0, end};
+  return Command::restore(slot, src, dst, end);
 }
-inline Command reset_cmd(std::int64_t slot, std::int64_t dst) { return {slot, -1, dst, 1, 0}; }
+inline Command reset_cmd(std::int64_t slot, std::int64_t dst) { return Command::reset(slot, dst); }
 
 struct BatchOptions {
   std::int64_t capacity = 4;
@@ -298,23 +308,13 @@ struct Batch {
   /// initial values), num_ops = `count`, and a sentinel (77) in errors so that
   /// every row must be written by validate().
   void upload_commands(const std::vector<Command>& cmds, std::int32_t count) {
-    const auto c = static_cast<std::size_t>(opt.capacity);
-    std::vector<std::int64_t> slot(c, -1), src(c, -1), dst(c, -1), end(c, -1);
-    std::vector<std::int32_t> op(c, 0), err(c, 77);
-    for (std::size_t i = 0; i < cmds.size() && i < c; ++i) {
-      slot[i] = cmds[i].slot;
-      src[i] = cmds[i].src;
-      dst[i] = cmds[i].dst;
-      op[i] = cmds[i].op;
-      end[i] = cmds[i].end;
-    }
-    upload(commands.request_slots, slot);
-    upload(commands.source_slots, src);
-    upload(commands.destination_slots, dst);
-    upload(commands.operation, op);
-    upload(commands.expected_consumed, end);
-    upload(commands.num_ops, std::vector<std::int32_t>{count});
-    upload(commands.errors, err);
+    statexfer::CommandBatch<Exec> batch(opt.capacity);
+    for (std::size_t i = 0; i < cmds.size() && static_cast<std::int64_t>(i) < opt.capacity; ++i)
+      batch.push_back(cmds[i]);
+    batch.set_num_ops(count);
+    commands.upload(Exec(), batch);
+    Exec().fence();  // the batch goes out of scope
+    upload(commands.errors, std::vector<std::int32_t>(static_cast<std::size_t>(opt.capacity), 77));
   }
 
   void read_back() {
@@ -382,13 +382,14 @@ struct Batch {
     }
     memory.tables = tables_h.data();
     memory.trailing_tables = trailing_h.data();
-    memory.state_rows = state_h.data();
+    std::vector<std::int64_t> state_rows_copy = state_h;  // the oracle writes only remapping commits' rows
+    memory.state_rows = state_rows_copy.data();
     memory.state_rows_stride = 8;
     memory.request_consumed = consumed_h.data();
     memory.memory_capacity[0] = opt.rows;
     memory.memory_capacity[1] = opt.cache_pages;
-    const std::int64_t slot = cmd.slot, src = cmd.src, dst = cmd.dst, end = cmd.end;
-    const std::int32_t op = cmd.op;
+    const std::int64_t slot = cmd.request_slot, src = cmd.source, dst = cmd.destination, end = cmd.expected_consumed;
+    const std::int32_t op = cmd.operation;
     const OracleCommands one{&slot, &src, &dst, &op, &end, 1};
     ContractOracle(g).apply(one, {0}, memory);
   }

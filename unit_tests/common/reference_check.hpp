@@ -29,10 +29,10 @@ struct ReferenceCheck {
 /// `statexfer-replay` can run them again.
 template <class Exec>
 ReferenceCheck check_against_reference(const Case& c, const std::string& suite, const std::string& what, int keep,
-                                       int& saved, Steps steps = Steps::separate) {
+                                       int& saved, Steps steps = Steps::separate, const TransferOptions& options = {}) {
   ReferenceCheck out;
   out.expected = reference_run(c);
-  const CaseOutputs actual = run_case<Exec>(c, steps);
+  const CaseOutputs actual = run_case<Exec>(c, steps, options);
   const Comparison cmp = compare_outputs(actual, out.expected);
   out.identical = cmp.identical();
   if (!out.identical) {

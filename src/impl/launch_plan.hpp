@@ -1,0 +1,198 @@
+#ifndef STATEXFER_IMPL_LAUNCH_PLAN_HPP
+#define STATEXFER_IMPL_LAUNCH_PLAN_HPP
+
+// The choice of a transfer's launches (LaunchPlan) from its shape, the
+// device's limits and the caller's TransferOptions: a pure function, so that
+// every design is reachable from options and checked on any backend. prepare()
+// asks the device for the limits and keeps the plan; the constructor checks
+// the options' ranges.
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include <statexfer/commands.hpp>
+#include <statexfer/options.hpp>
+
+#include "argument_checks.hpp"
+
+namespace statexfer::impl {
+
+/// What the plan needs of the transfer.
+struct PlanShape {
+  std::int64_t capacity = 1;
+  std::int64_t work_items = 1;    // a row's
+  std::int64_t longest_item = 0;  // bytes
+  std::int64_t row_bytes = 0;
+};
+
+/// What the plan needs of the device and the kernels' policies (prepare() asks them).
+struct DeviceLimits {
+  bool host = true;     // a host backend: a CPU's threads
+  bool kokkos4 = true;  // the flat grid of validate_and_apply() is the default on Kokkos 4 only
+  bool bulk = false;    // the code that runs has Hopper's bulk copies
+  std::int64_t concurrency = 1;
+  int vector_length_max = 1;
+  int validate_threads_max[7] = {1, 1, 1, 1, 1, 1, 1};  // validate()'s team_size_max at 1, 2, 4, ..., 64 lanes
+  int validate_max_threads = 512;                       // its launch bounds
+  int apply_team_max = 1;
+  int fused_team_max = 1;       // validate_and_apply()'s teams, with their scratch
+  int fused_flat_team_max = 1;  // the flat grid's blocks, with their scratch
+  int fused_flat_words = 4;     // 16-byte words a thread of the flat grid moves a round
+  int sort_team_max = 1;        // the sorted validation's sort and look-up launch
+  int sort_teams = 0;
+  int sort_chunk = 1024;  // keys per chunk
+};
+
+/// Defaults of TransferOptions that the constructor needs before prepare().
+inline constexpr std::int64_t default_tile_bytes = 64 * 1024;
+inline constexpr int default_sort_chunk = 1024;
+inline constexpr int default_sort_groups = 4;
+
+/// The constructor's check of the options' ranges (docs/CONTRACT.md §3).
+inline void check_options(const TransferOptions& o) {
+  const auto range = [](const char* name, std::int64_t v, std::int64_t lo, std::int64_t hi, const char* more = "") {
+    if (v != 0 && (v < lo || v > hi))
+      reject(std::string("options.") + name + " must be 0 (the default) or " + std::to_string(lo) + ".." +
+             std::to_string(hi) + more + ", got " + std::to_string(v));
+  };
+  if (o.apply_words != -1 && o.apply_words != 0 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
+    reject("options.apply_words must be -1 (the default), 0 (teams), 1, 2 or 4, got " + std::to_string(o.apply_words));
+  range("apply_team_size", o.apply_team_size, 1, 1024);
+  range("apply_tile_bytes", o.apply_tile_bytes, 256, std::int64_t(1) << 30, ", a multiple of 16");
+  if (o.apply_tile_bytes % 16 != 0)
+    reject("options.apply_tile_bytes must be a multiple of 16, got " + std::to_string(o.apply_tile_bytes));
+  if (o.apply_bulk_copies < -1 || o.apply_bulk_copies > 1)
+    reject("options.apply_bulk_copies must be -1 (the default), 0 or 1, got " + std::to_string(o.apply_bulk_copies));
+  range("validate_rows_per_team", o.validate_rows_per_team, 1, 64);
+  range("validate_peers_per_lane", o.validate_peers_per_lane, 1, 64);
+  range("validate_chunk", o.validate_chunk, 64, 4096, ", a power of two");
+  if ((o.validate_chunk & (o.validate_chunk - 1)) != 0)
+    reject("options.validate_chunk must be a power of two, got " + std::to_string(o.validate_chunk));
+  range("validate_groups", o.validate_groups, 1, 64);
+  range("fused_block", o.fused_block, 32, 512);
+  range("fused_rounds", o.fused_rounds, 1, 64);
+  const auto design = static_cast<int>(o.validate_and_apply);
+  if (design < 0 || design > static_cast<int>(FusedDesign::flat_grid))
+    reject("options.validate_and_apply is not a FusedDesign, got " + std::to_string(design));
+}
+
+/// Threads of apply()'s flat grid per work item, as a shift: a power of two
+/// covering the longest item at `words` 16-byte words a thread, at least a warp
+/// so that the edge bytes (fewer than 32) have a thread each.
+inline std::int32_t flat_thread_shift(std::int64_t longest_item, int words) {
+  std::int32_t shift = 5;
+  while ((std::int64_t(16) * words << shift) < longest_item) ++shift;
+  return shift;
+}
+
+inline std::int32_t log2_exact(std::int64_t power) {
+  std::int32_t shift = 0;
+  while ((std::int64_t(1) << shift) < power) ++shift;
+  return shift;
+}
+
+/// The launches of one transfer. The defaults are the best of the sittings in
+/// perf_tests/RESULTS.md: apply() on GPUs a flat grid of two 16-byte words a
+/// thread (of 1, 2 and 4), its teams 128 threads (of 128, 256 and 512);
+/// validate() up to 64 commands one team of a thread a row up to 32 rows,
+/// else teams of 8 rows (at 32 one team and several were level), each row's
+/// vector lanes splitting its scan of the others where it has more than 8 (4
+/// with several teams) peers to scan, at most 4 lanes in one team (there all
+/// C rows' warps share one SM); validate_and_apply() the flat grid up to 8
+/// commands and 256 MiB a batch on Kokkos 4 (it was 10-15% slower than two
+/// launches on Kokkos 3.4's build), else the teams while they are about one
+/// wave of the device's threads (past that every wave repeats the validation).
+inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, const TransferOptions& o) {
+  LaunchPlan p;
+  const bool host = d.host;
+  const std::int64_t c = s.capacity;
+  p.sorted_validation = c > max_capacity;
+  p.work_items = c * s.work_items;
+  // apply()
+  p.bulk_copies = !host && d.bulk && o.apply_bulk_copies != 0;
+  const int team = o.apply_team_size > 0 ? o.apply_team_size : 128;
+  p.apply_team_size = host ? 1 : std::max(1, std::min(team, d.apply_team_max));  // hosts: a memcpy per tile
+  p.apply_words = o.apply_words >= 0 ? o.apply_words : host ? 0 : 2;
+  p.apply_item_threads = std::int64_t(1) << flat_thread_shift(s.longest_item, std::max(p.apply_words, 1));
+  // validate()
+  if (p.sorted_validation) {
+    p.sort_teams = d.sort_teams;
+    p.validate_team_size =
+        host ? 1 : std::min(std::max(1, std::min(d.sort_team_max, 1024)), std::max(1, d.sort_chunk / 2));
+    p.validate_league = 1;
+    p.validate_vector_length = 1;
+    p.validate_rows_per_team = static_cast<int>(c);
+  } else {
+    const int ci = static_cast<int>(c);
+    const int rows = std::min(ci, o.validate_rows_per_team > 0 ? o.validate_rows_per_team : !host && ci > 32 ? 8 : 64);
+    const int per_lane = o.validate_peers_per_lane > 0 ? o.validate_peers_per_lane : rows < ci ? 4 : 8;
+    const auto threads_max = [&](int lanes) { return d.validate_threads_max[log2_exact(lanes)]; };
+    const int max_lanes = std::min(rows < ci ? 64 : 4, std::min(d.vector_length_max, 64));
+    int lanes = 1;
+    while (!host && lanes * per_lane < ci && (rows < ci || ci > 2 * per_lane) && 2 * lanes <= max_lanes &&
+           2 * lanes * rows <= d.validate_max_threads && threads_max(2 * lanes) >= rows)
+      lanes *= 2;
+    p.validate_vector_length = lanes;
+    p.validate_rows_per_team = rows;
+    p.validate_league = (ci + rows - 1) / rows;
+    p.validate_team_size = host ? 1 : std::max(1, std::min(threads_max(lanes), rows));
+  }
+  // validate_and_apply(): on hosts every team or block would repeat the loads of every row on the CPU.
+  const bool flat_fits = c <= 8 && c * s.row_bytes <= (std::int64_t(256) << 20);
+  const FusedDesign automatic = host || p.sorted_validation ? FusedDesign::two_launches
+                                : d.kokkos4 && flat_fits    ? FusedDesign::flat_grid
+                                                            : FusedDesign::teams;
+  const bool chosen = o.validate_and_apply != FusedDesign::automatic;
+  const FusedDesign design = chosen ? o.validate_and_apply : automatic;
+  p.validate_and_apply = FusedDesign::two_launches;
+  if (p.sorted_validation) return p;
+  if (design == FusedDesign::teams) {
+    // A thread per command row in the load phase (hosts' teams of one have too few: two launches).
+    int fused =
+        d.fused_team_max >= c ? std::max<int>(static_cast<int>(c), std::min(d.fused_team_max, p.apply_team_size)) : 0;
+    // Past about one wave every wave pays the validation again: two launches, unless asked for.
+    if (fused > 0 && !chosen && p.work_items > d.concurrency / fused) fused = 0;
+    if (fused > 0) {
+      p.validate_and_apply = FusedDesign::teams;
+      p.fused_team_size = fused;
+    }
+  } else if (design == FusedDesign::flat_grid) {
+    // Blocks of 128 threads (256 was level, 512 slower) moving 4 words each a
+    // round (2 were 20-40% slower on rows of tens of MiB: fewer bytes in
+    // flight); hosts: a team of one per work item.
+    const int block = host ? 1 : std::min(o.fused_block > 0 ? o.fused_block : 128, d.fused_flat_team_max);
+    const std::int64_t chunk = host ? (s.longest_item + 15) / 16 * 16 : std::int64_t(block) * d.fused_flat_words * 16;
+    const auto chunk_shift = [&](int rounds) {
+      std::int32_t shift = 0;
+      while ((chunk * rounds << shift) < s.longest_item) ++shift;
+      return shift;
+    };
+    // A grid of one round a block between one and two waves of resident blocks
+    // leaves most SMs idle in its second: two rounds make it one wave (the
+    // launch bounds hold 1024 threads an SM, half the device's concurrency).
+    const std::int64_t blocks = p.work_items << chunk_shift(1);
+    const std::int64_t resident = d.concurrency / 2 / block;
+    const int rounds = host                                          ? 1
+                       : o.fused_rounds > 0                          ? o.fused_rounds
+                       : blocks > resident && blocks <= 2 * resident ? 2
+                                                                     : 1;
+    const std::int32_t shift = chunk_shift(rounds);
+    // A GPU block needs a thread per edge byte of its chunk (fewer than 32).
+    if ((host || block >= 32) && p.work_items <= (std::numeric_limits<std::int32_t>::max() >> shift)) {
+      p.validate_and_apply = FusedDesign::flat_grid;
+      p.fused_block = block;
+      p.fused_blocks = p.work_items << shift;
+      p.fused_chunk_bytes = static_cast<int>(chunk);
+      p.fused_chunk_shift = shift;
+      p.fused_rounds = rounds;
+      p.fused_words = d.fused_flat_words;
+    }
+  }
+  return p;
+}
+
+}  // namespace statexfer::impl
+
+#endif

@@ -1,0 +1,152 @@
+#ifndef STATEXFER_TEST_COMMAND_BATCH_HPP
+#define STATEXFER_TEST_COMMAND_BATCH_HPP
+
+// The host side of a batch (commands.hpp): Command's named constructors,
+// CommandBatch, and StateCommands::upload(), which must put the batch's rows
+// and num_ops into the device arrays in one copy, at capacities 1, odd-sized
+// batches and 4096.
+
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <statexfer/statexfer.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/batch_fixture.hpp"
+#include "common/tier_fixture.hpp"
+
+namespace {
+
+using Exec = TEST_EXECSPACE;
+using statexfer::Command;
+
+TEST(TEST_CATEGORY, command_batch_named_commands) {
+  const auto expect = [](const Command& c, std::int64_t slot, std::int64_t src, std::int64_t dst, std::int32_t op,
+                         std::int64_t end, std::int64_t key) {
+    EXPECT_EQ(c.request_slot, slot);
+    EXPECT_EQ(c.source, src);
+    EXPECT_EQ(c.destination, dst);
+    EXPECT_EQ(c.operation, op);
+    EXPECT_EQ(c.expected_consumed, end);
+    EXPECT_EQ(c.prefix_key, key);
+  };
+  expect(Command::snapshot(2, 3, 9, 17, 5), 2, 3, 9, statexfer::op_copy, 17, 5);
+  expect(Command::restore(2, 9, 3, 17, 5), 2, 9, 3, statexfer::op_copy, 17, 5);
+  expect(Command::reset(2, 3), 2, -1, 3, statexfer::op_reset, 0, 0);
+  expect(Command::offload(9, 1, 17, 5), -1, 9, 1, statexfer::op_offload, 17, 5);
+  expect(Command::onload(1, 9, 17, 5), -1, 1, 9, statexfer::op_onload, 17, 5);
+  expect(Command::restore_from_host(2, 1, 3, 17, 5), 2, 1, 3, statexfer::op_restore_from_host, 17, 5);
+  expect(Command::commit(2, 17), 2, -1, -1, statexfer::op_commit, 17, 0);
+  expect(Command{}, -1, -1, -1, statexfer::op_copy, -1, 0);
+}
+
+TEST(TEST_CATEGORY, command_batch_refuses_what_it_cannot_hold) {
+  using Batch = statexfer::CommandBatch<Exec>;
+  for (const std::int64_t c : {0, 3, 8192})
+    EXPECT_TRUE(statexfer::test::throws_naming<std::invalid_argument>([&] { Batch b(c); },
+                                                                      {"CommandBatch", "capacity", std::to_string(c)}));
+  Batch b(2);
+  b.push_back(Command::reset(0, 1));
+  b.push_back(Command::reset(1, 2));
+  EXPECT_TRUE(statexfer::test::throws_naming<std::length_error>([&] { b.push_back(Command::reset(0, 1)); },
+                                                                {"full", "capacity 2"}));
+  EXPECT_TRUE(statexfer::test::throws_naming<std::out_of_range>([&] { b.set(2, Command{}); }, {"row 2", "0..1"}));
+  EXPECT_TRUE(statexfer::test::throws_naming<std::out_of_range>([&] { (void)b[-1]; }, {"row -1"}));
+  EXPECT_TRUE(statexfer::test::throws_naming<std::out_of_range>([&] { b.resize(3); }, {"3", "0..2"}));
+  EXPECT_EQ(b.size(), 2);
+  b.clear();
+  EXPECT_TRUE(b.empty());
+  EXPECT_EQ(b.num_ops(), 0);
+  EXPECT_EQ(b[1].destination, 2) << "clear() keeps the rows";
+
+  auto commands = statexfer::StateCommands<Exec>::allocate(4);
+  const Exec exec;
+  EXPECT_TRUE(statexfer::test::throws_naming<std::invalid_argument>([&] { commands.upload(exec, b); },
+                                                                    {"upload", "capacity 2", "commands 4"}));
+  statexfer::StateCommands<Exec> hand_made;
+  hand_made.source_slots = decltype(hand_made.source_slots)("source_slots", 2);
+  EXPECT_TRUE(statexfer::test::throws_naming<std::logic_error>([&] { hand_made.upload(exec, b); }, {"allocate()"}));
+}
+
+// Every row and num_ops reach the device arrays; rows past the batch keep what
+// the batch object holds; errors and commit_positions are not touched.
+TEST(TEST_CATEGORY, command_batch_upload_is_the_batch) {
+  for (const auto placement : {statexfer::CommandPlacement::device, statexfer::CommandPlacement::mapped})
+    for (const std::int64_t c : {1, 8, 64, 4096}) {
+      SCOPED_TRACE("capacity " + std::to_string(c) +
+                   (placement == statexfer::CommandPlacement::mapped ? ", mapped" : ", device"));
+      auto commands = statexfer::StateCommands<Exec>::allocate(c, placement);
+      EXPECT_EQ(commands.placement(), placement);
+      statexfer::CommandBatch<Exec> batch(c);
+      const std::int64_t n = c == 1 ? 1 : c - 3;  // odd-sized batches below the capacity
+      for (std::int64_t i = 0; i < n; ++i)
+        batch.push_back({i % 7 - 1, 3 * i + 1, -2 * i, static_cast<std::int32_t>(i % 6), 1000 + i, (i << 40) ^ 77});
+      Kokkos::deep_copy(commands.errors, 33);
+      const Exec exec;
+      commands.upload(exec, batch);
+      exec.fence();
+      const auto slots = statexfer::test::download(commands.request_slots);
+      const auto src = statexfer::test::download(commands.source_slots);
+      const auto dst = statexfer::test::download(commands.destination_slots);
+      const auto op = statexfer::test::download(commands.operation);
+      const auto end = statexfer::test::download(commands.expected_consumed);
+      const auto keys = statexfer::test::download(commands.prefix_keys);
+      for (std::int64_t i = 0; i < c; ++i) {
+        const auto at = static_cast<std::size_t>(i);
+        const Command want = batch[i];
+        EXPECT_EQ(slots[at], want.request_slot) << i;
+        EXPECT_EQ(src[at], want.source) << i;
+        EXPECT_EQ(dst[at], want.destination) << i;
+        EXPECT_EQ(op[at], want.operation) << i;
+        EXPECT_EQ(end[at], want.expected_consumed) << i;
+        EXPECT_EQ(keys[at], want.prefix_key) << i;
+        if (i >= n) {
+          EXPECT_EQ(slots[at], -1) << i;
+        }
+      }
+      EXPECT_EQ(statexfer::test::download(commands.num_ops), std::vector<std::int32_t>{static_cast<std::int32_t>(n)});
+      EXPECT_EQ(statexfer::test::download(commands.errors), std::vector<std::int32_t>(static_cast<std::size_t>(c), 33));
+      EXPECT_EQ(statexfer::test::download(commands.commit_positions),
+                std::vector<std::int32_t>(static_cast<std::size_t>(c), -1));
+      batch.set_num_ops(-4);
+      commands.upload(exec, batch);
+      exec.fence();
+      EXPECT_EQ(statexfer::test::download(commands.num_ops), std::vector<std::int32_t>{-4});
+    }
+}
+
+// The kernels read mapped command arrays in place: random batches of every
+// operation (commits and prefix keys included) through both calls, against the
+// oracle, at capacities of one team and of the sorted validation.
+TEST(TEST_CATEGORY, command_batch_mapped_commands_match_the_oracle) {
+  namespace ft = statexfer::test;
+  for (const std::int64_t c : {4, 64, 128}) {
+    SCOPED_TRACE("capacity " + std::to_string(c));
+    ft::TierOptions o;
+    o.capacity = c;
+    o.host_rows = c < 16 ? 5 : c / 2;
+    o.cache_pages = 2 * c + 6;
+    o.positions = 3;
+    o.keys = true;
+    o.placement = statexfer::CommandPlacement::mapped;
+    ft::TierRig<Exec> rig(o);
+    ft::TierRng rng(0x3a99e0ULL + static_cast<std::uint64_t>(c));
+    std::int64_t applied = 0;
+    for (int b = 0; b < 24; ++b) {
+      const ft::TierCommands k = ft::random_tier_batch(rng, rig, b % 3 == 2);
+      const auto codes = rig.run_and_check(k, b % 2 == 1, "batch " + std::to_string(b));
+      for (std::int64_t r = 0; r < k.count && r < c; ++r) applied += codes[static_cast<std::size_t>(r)] == 0;
+      ASSERT_FALSE(::testing::Test::HasFailure());
+    }
+    EXPECT_GT(applied, 10);
+  }
+}
+
+}  // namespace
+
+#endif

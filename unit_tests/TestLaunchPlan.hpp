@@ -1,0 +1,159 @@
+#ifndef STATEXFER_TEST_LAUNCH_PLAN_HPP
+#define STATEXFER_TEST_LAUNCH_PLAN_HPP
+
+// The choice of launches (src/impl/launch_plan.hpp) as the pure function it
+// is: shapes, device limits (an H200's and a host's, written out here) and
+// options in, a LaunchPlan out, so that every design and every rule of the
+// defaults is reached on every backend, whatever device the tests run on.
+
+#include <gtest/gtest.h>
+
+#include <statexfer/options.hpp>
+
+#include <cstdint>
+
+#include "impl/launch_plan.hpp"
+
+namespace {
+
+using statexfer::FusedDesign;
+using statexfer::TransferOptions;
+namespace si = statexfer::impl;
+
+// An H200 as Kokkos' CUDA backend reports it (132 SMs x 2048 threads, warps of 32).
+si::DeviceLimits gpu_limits() {
+  si::DeviceLimits d;
+  d.host = false;
+  d.kokkos4 = true;
+  d.bulk = true;
+  d.concurrency = 132 * 2048;
+  d.vector_length_max = 32;
+  for (int i = 0; i < 7; ++i) d.validate_threads_max[i] = 512 >> i;
+  d.apply_team_max = 1024;
+  d.fused_team_max = 1024;
+  d.fused_flat_team_max = 512;
+  d.sort_team_max = 1024;
+  d.sort_teams = 20;
+  return d;
+}
+
+si::DeviceLimits host_limits() {
+  si::DeviceLimits d;
+  d.host = true;
+  d.concurrency = 2;
+  return d;
+}
+
+// A shape of C commands of `row` bytes in 64 KiB work items.
+si::PlanShape shape(std::int64_t c, std::int64_t row) {
+  const std::int64_t tile = 64 * 1024;
+  return {c, (row + tile - 1) / tile, row < tile ? row : tile, row};
+}
+
+TEST(TEST_CATEGORY, launch_plan_gpu_defaults) {
+  const si::DeviceLimits d = gpu_limits();
+  const TransferOptions o;
+  // tiny-c4: the flat grid of validate_and_apply (Kokkos 4, up to 8 commands, 256 MiB).
+  statexfer::LaunchPlan p = si::choose_launch_plan(shape(4, 16 * 1024), d, o);
+  EXPECT_EQ(p.validate_and_apply, FusedDesign::flat_grid);
+  EXPECT_EQ(p.fused_block, 128);
+  EXPECT_EQ(p.fused_words, 4);
+  EXPECT_EQ(p.fused_chunk_bytes, 128 * 4 * 16);
+  EXPECT_EQ(p.fused_blocks, p.work_items << p.fused_chunk_shift);
+  EXPECT_EQ(p.apply_words, 2);
+  EXPECT_TRUE(p.bulk_copies);
+  EXPECT_EQ(p.validate_league, 1);
+  EXPECT_EQ(p.validate_team_size, 4);
+  EXPECT_EQ(p.validate_vector_length, 1);
+  // Kokkos 3.4: the teams instead.
+  si::DeviceLimits k34 = d;
+  k34.kokkos4 = false;
+  EXPECT_EQ(si::choose_launch_plan(shape(4, 16 * 1024), k34, o).validate_and_apply, FusedDesign::teams);
+  // 8 rows of 49 MiB: past 256 MiB, and the teams' league is past a wave: two launches.
+  p = si::choose_launch_plan(shape(8, 51511296), d, o);
+  EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
+  // C = 64 of 64 KiB rows: the teams (one wave), validate in 8 teams of 8 rows, 16 lanes.
+  p = si::choose_launch_plan(shape(64, 64 * 1024), d, o);
+  EXPECT_EQ(p.validate_and_apply, FusedDesign::teams);
+  EXPECT_EQ(p.fused_team_size, 128);
+  EXPECT_EQ(p.validate_league, 8);
+  EXPECT_EQ(p.validate_rows_per_team, 8);
+  EXPECT_EQ(p.validate_vector_length, 16);
+  // C = 32: one team, at most 4 lanes.
+  p = si::choose_launch_plan(shape(32, 64 * 1024), d, o);
+  EXPECT_EQ(p.validate_league, 1);
+  EXPECT_EQ(p.validate_vector_length, 4);
+  // Above 64: the sorted validation, a sort team of half a chunk, two launches.
+  p = si::choose_launch_plan(shape(4096, 1024), d, o);
+  EXPECT_TRUE(p.sorted_validation);
+  EXPECT_EQ(p.validate_team_size, 512);
+  EXPECT_EQ(p.sort_teams, 20);
+  EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
+  // A flat grid of one round a block between one and two waves of resident blocks: two rounds.
+  const std::int64_t resident = d.concurrency / 2 / 128;  // 1056
+  const std::int64_t chunk = 128 * 4 * 16;
+  p = si::choose_launch_plan(shape(1, (resident + 100) * chunk), d, o);
+  EXPECT_EQ(p.validate_and_apply, FusedDesign::flat_grid);
+  EXPECT_EQ(p.fused_rounds, 2);
+  p = si::choose_launch_plan(shape(1, 3 * resident * chunk), d, o);
+  EXPECT_EQ(p.fused_rounds, 1);
+}
+
+TEST(TEST_CATEGORY, launch_plan_every_design_from_options) {
+  for (const bool host : {false, true}) {
+    SCOPED_TRACE(host ? "host" : "gpu");
+    const si::DeviceLimits d = host ? host_limits() : gpu_limits();
+    TransferOptions o;
+    o.validate_and_apply = FusedDesign::flat_grid;
+    o.fused_block = 64;
+    o.fused_rounds = 3;
+    statexfer::LaunchPlan p = si::choose_launch_plan(shape(32, 1 << 20), d, o);
+    EXPECT_EQ(p.validate_and_apply, FusedDesign::flat_grid);
+    EXPECT_EQ(p.fused_block, host ? 1 : 64);
+    EXPECT_EQ(p.fused_rounds, host ? 1 : 3);
+    EXPECT_EQ(p.fused_chunk_bytes, host ? 64 * 1024 : 64 * 4 * 16) << "hosts: a whole work item a block";
+    // Asked for, the teams are kept past a wave (on hosts only where a team holds a thread a row).
+    o.validate_and_apply = FusedDesign::teams;
+    p = si::choose_launch_plan(shape(8, 51511296), d, o);
+    EXPECT_EQ(p.validate_and_apply, host ? FusedDesign::two_launches : FusedDesign::teams);
+    o.validate_and_apply = FusedDesign::two_launches;
+    EXPECT_EQ(si::choose_launch_plan(shape(4, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
+    // Never one launch above 64 commands.
+    for (const FusedDesign f : {FusedDesign::teams, FusedDesign::flat_grid}) {
+      o.validate_and_apply = f;
+      EXPECT_EQ(si::choose_launch_plan(shape(128, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
+    }
+    // apply(): every word count, and the teams.
+    for (const int words : {0, 1, 2, 4}) {
+      o.apply_words = words;
+      p = si::choose_launch_plan(shape(4, 1 << 20), d, o);
+      EXPECT_EQ(p.apply_words, words);
+      EXPECT_GE(p.apply_item_threads * 16 * (words > 0 ? words : 1), 64 * 1024) << "the grid covers a work item";
+    }
+    o.apply_team_size = 256;
+    EXPECT_EQ(si::choose_launch_plan(shape(4, 1 << 20), d, o).apply_team_size, host ? 1 : 256);
+    o.apply_bulk_copies = 0;
+    EXPECT_FALSE(si::choose_launch_plan(shape(4, 1 << 20), d, o).bulk_copies);
+    // validate(): rows per team and peers per lane.
+    o.validate_rows_per_team = 3;
+    o.validate_peers_per_lane = 1;
+    p = si::choose_launch_plan(shape(64, 1024), d, o);
+    EXPECT_EQ(p.validate_league, 22);
+    EXPECT_EQ(p.validate_rows_per_team, 3);
+    EXPECT_EQ(p.validate_vector_length, host ? 1 : 32) << "the most lanes the warp has";
+  }
+}
+
+TEST(TEST_CATEGORY, launch_plan_host_defaults) {
+  const statexfer::LaunchPlan p = si::choose_launch_plan(shape(16, 1 << 20), host_limits(), TransferOptions{});
+  EXPECT_EQ(p.apply_words, 0);
+  EXPECT_EQ(p.apply_team_size, 1);
+  EXPECT_FALSE(p.bulk_copies);
+  EXPECT_EQ(p.validate_team_size, 1);
+  EXPECT_EQ(p.validate_vector_length, 1);
+  EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
+}
+
+}  // namespace
+
+#endif
