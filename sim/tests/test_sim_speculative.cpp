@@ -1,0 +1,303 @@
+// Speculative decoding's parts in the simulator, without a device: the seeded
+// acceptance model, the scheduler's verifies and commits (one command per slot
+// and batch, endpoints, the remap mirror, the completion snapshot after the
+// last commit, the fallback of a refused commit), the commit faults' choice and
+// changes, and the replica's oracle on commits.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include <statexfer/commands.hpp>
+
+#include "batch.hpp"
+#include "faults.hpp"
+#include "geometry.hpp"
+#include "model.hpp"
+#include "replica.hpp"
+#include "scheduler.hpp"
+#include "sim_config.hpp"
+#include "speculative.hpp"
+#include "workload.hpp"
+
+namespace statexfer::sim {
+namespace {
+
+SimConfig spec_config(std::int64_t k, bool copy) {
+  SimConfig cfg;
+  cfg.capacity = 2;
+  cfg.snapshot_rows = 4;
+  cfg.page_tokens = 4;
+  cfg.row_bytes = 256;
+  cfg.kv_planes = 1;
+  cfg.kv_token_bytes = 8;
+  cfg.draft_planes = 1;
+  cfg.draft_token_bytes = 4;
+  cfg.scratch_bytes = 16;
+  cfg.spec_tokens = k;
+  cfg.commit_copy = copy;
+  cfg.accept_rate = 0.6;
+  return cfg;
+}
+
+// Two requests on their own prefix documents, 30 tokens to decode each.
+Workload decode_workload() {
+  Workload w;
+  for (std::uint64_t seed : {21u, 22u}) {
+    RequestSpec r;
+    r.prefix = static_cast<std::int64_t>(seed);
+    r.prefix_len = 9;
+    r.input_len = 3;
+    r.output_len = 30;
+    r.seed = seed;
+    w.requests.push_back(r);
+  }
+  w.finish();
+  return w;
+}
+
+TEST(SimSpeculative, AcceptanceIsSeededBoundedAndGeometric) {
+  EXPECT_EQ(accepted_drafts(1, 0.7, 5, 100, 4), accepted_drafts(1, 0.7, 5, 100, 4));
+  std::int64_t sum = 0, differ = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const std::int32_t a = accepted_drafts(3, 0.5, i % 97, i, 3);
+    ASSERT_GE(a, 0);
+    ASSERT_LE(a, 3);
+    sum += a;
+    differ += a != accepted_drafts(4, 0.5, i % 97, i, 3) ? 1 : 0;  // another seed, another sampler
+    EXPECT_EQ(accepted_drafts(3, 0.0, i, i, 3), 0);
+    EXPECT_EQ(accepted_drafts(3, 1.0, i, i, 3), 3);
+    EXPECT_EQ(accepted_drafts(3, 0.9, i, i, 0), 0);
+  }
+  // E[a] = 0.5 + 0.25 + 0.125 for three drafts at rate 0.5.
+  EXPECT_NEAR(static_cast<double>(sum) / n, 0.875, 0.01);
+  EXPECT_GT(differ, n / 4);
+  EXPECT_NE(command_key({5, 0, 0}), 0);
+  EXPECT_NE(command_key({5, 1, 2}), command_key({5, 1, 3}));
+}
+
+TEST(SimSpeculative, GeometryAddsPositionRowsAndAKey) {
+  const Geometry plain = make_geometry(spec_config(0, false), 50, Comm{});
+  EXPECT_EQ(plain.rows, 1 + 2 + 4);
+  EXPECT_EQ(plain.key_offset, -1);
+  const Geometry g = make_geometry(spec_config(3, false), 50, Comm{});
+  EXPECT_EQ(g.rows, 1 + 2 * (1 + 3) + 4);
+  EXPECT_EQ(g.first_snapshot_row(), 9);
+  EXPECT_EQ(g.position_row(1, 3), 8);
+  EXPECT_GE(g.key_offset, 0);
+  EXPECT_EQ(g.key_offset % 8, 0);
+  const std::vector<std::int64_t> rows = g.initial_state_rows();
+  EXPECT_EQ(rows[8], 2);      // slot 1's live row
+  EXPECT_EQ(rows[8 + 1], 6);  // and its position rows
+  EXPECT_EQ(rows[8 + 3], 8);
+  EXPECT_EQ(rows[8 + 4], 0);  // columns past K unused
+  SimConfig bad = spec_config(8, false);
+  EXPECT_THROW(make_geometry(bad, 50, Comm{}), std::invalid_argument);
+}
+
+// Runs the scheduler to completion; `code_of` gives each command's code.
+template <class Codes>
+std::vector<Batch> run(Scheduler& scheduler, Model& model, Codes code_of) {
+  std::vector<Batch> batches;
+  for (std::int64_t step = 0; step < 400 && scheduler.counts().completed < 2; ++step) {
+    const Batch& batch = scheduler.plan_batch();
+    std::vector<std::int32_t> codes;
+    for (const BatchEntry& b : batch) {
+      codes.push_back(code_of(b));
+      // Every command names the live row the mirror holds now (a remap moved it).
+      if (b.kind == kind_snapshot) {
+        EXPECT_EQ(b.cmd.src, scheduler.live_row(b.cmd.slot));
+      }
+      if (b.kind == kind_restore || b.kind == kind_reset) {
+        EXPECT_EQ(b.cmd.dst, scheduler.live_row(b.cmd.slot));
+      }
+    }
+    batches.push_back(batch);
+    scheduler.take_results(codes);
+    model.begin_step(step);
+    scheduler.advance_requests(model);
+  }
+  return batches;
+}
+
+TEST(SimSpeculative, EveryVerifyIsCommittedInTheNextBatchAndNeverBesideASnapshot) {
+  for (const bool copy : {false, true}) {
+    SCOPED_TRACE(copy ? "copy" : "remap");
+    const SimConfig cfg = spec_config(3, copy);
+    const Workload w = decode_workload();
+    const Geometry g = make_geometry(cfg, w.max_total, Comm{});
+    Scheduler scheduler(cfg, w, g);
+    Model model(g);
+    std::vector<std::int64_t> endpoint(2, -1);  // each slot's committed endpoint, as the commits say
+    bool swapped = false;
+    const auto batches = run(scheduler, model, [](const BatchEntry&) { return 0; });
+    for (const Batch& batch : batches) {
+      std::set<std::int64_t> slots;
+      for (const BatchEntry& b : batch) {
+        if (b.cmd.slot >= 0) {
+          EXPECT_TRUE(slots.insert(b.cmd.slot).second) << "two commands of slot " << b.cmd.slot;
+        }
+        if (b.kind != kind_commit) continue;
+        EXPECT_EQ(b.cmd.op, statexfer::op_commit);
+        EXPECT_EQ(b.cmd.src, -1);
+        EXPECT_EQ(b.cmd.dst, -1);
+        EXPECT_GE(b.accepted, 0);
+        EXPECT_LE(b.accepted, b.drafts);
+        EXPECT_LE(b.drafts, 3);
+        auto& e = endpoint[static_cast<std::size_t>(b.cmd.slot)];
+        if (e >= 0) {
+          EXPECT_EQ(b.cmd.end, e + 1) << "a commit names the live row's endpoint after the verify";
+        }
+        e = b.cmd.end + b.accepted;  // it applied
+      }
+      for (const BatchEntry& b : batch)
+        if (b.kind == kind_snapshot && b.cmd.end == w.requests[0].total_len) {
+          // The completion snapshot: after the last commit, at the committed end.
+          EXPECT_EQ(endpoint[static_cast<std::size_t>(b.cmd.slot)], b.cmd.end);
+        }
+    }
+    for (std::int64_t s = 0; s < 2; ++s) {
+      // The mirror is a permutation of the slot's own rows.
+      std::vector<std::int64_t> mine, home{g.home_row(s)};
+      for (std::int64_t j = 0; j <= 3; ++j) mine.push_back(scheduler.state_rows()[static_cast<std::size_t>(s * 8 + j)]);
+      for (std::int64_t j = 1; j <= 3; ++j) home.push_back(g.position_row(s, j));
+      swapped |= mine != home;
+      std::sort(mine.begin(), mine.end());
+      std::sort(home.begin(), home.end());
+      EXPECT_EQ(mine, home);
+    }
+    EXPECT_EQ(swapped, !copy) << "remapping commits move the live row; copying ones never";
+    const SchedulerCounts& n = scheduler.counts();
+    EXPECT_EQ(n.completed, 2);
+    EXPECT_EQ(n.decode_tokens, 2 * 30);
+    EXPECT_EQ(n.committed_tokens, 2 * 30);
+    EXPECT_EQ(n.committed_tokens, n.verifies + n.accepted_drafts);
+    EXPECT_GT(n.accepted_drafts, 0);
+    EXPECT_LT(n.verifies, 2 * 30);
+    EXPECT_EQ(n.verified_tokens, n.verifies + n.drafted_tokens);
+    EXPECT_EQ(n.completion_snapshots, 2);
+  }
+}
+
+TEST(SimSpeculative, ARefusedCommitFallsBackToTheLiveRowsEndpoint) {
+  const SimConfig cfg = spec_config(3, false);
+  const Workload w = decode_workload();
+  const Geometry g = make_geometry(cfg, w.max_total, Comm{});
+  Scheduler scheduler(cfg, w, g);
+  Model model(g);
+  int refused = 0;
+  std::int64_t refused_end = -1, next_end = -1;
+  const auto batches = run(scheduler, model, [&](const BatchEntry& b) {
+    if (b.kind != kind_commit) return 0;
+    if (refused_end >= 0 && next_end < 0 && b.cmd.slot == 0) next_end = b.cmd.end;
+    if (refused == 0 && b.cmd.slot == 0 && b.accepted > 0) {
+      ++refused;
+      refused_end = b.cmd.end;
+      return 3;
+    }
+    return 0;
+  });
+  ASSERT_EQ(refused, 1);
+  EXPECT_EQ(next_end, refused_end + 1) << "the request goes on from n + 1";
+  EXPECT_EQ(scheduler.counts().commit_fallbacks, 1);
+  EXPECT_EQ(scheduler.counts().completed, 2);
+  EXPECT_EQ(scheduler.counts().decode_tokens, 2 * 30);
+}
+
+TEST(SimSpeculative, CommitFaultsChangeWhatTheirRankSees) {
+  const SimConfig cfg = spec_config(3, false);
+  const Geometry g = make_geometry(cfg, 50, Comm{});
+  std::vector<std::int64_t> rows = g.initial_state_rows();
+  std::swap(rows[8], rows[8 + 2]);  // slot 1 remapped once
+  const std::vector<std::int32_t> tables(static_cast<std::size_t>(2 * g.table_width), 0);
+  Batch batch;
+  batch.push_back({{0, 10, g.home_row(0), statexfer::op_copy, 9, 77}, kind_restore, 0});
+  batch.push_back({{1, -1, -1, statexfer::op_commit, 12}, kind_commit, 1, 2, 1});
+  batch.push_back({{-1, 10, 3, statexfer::op_offload, 9, 77}, kind_offload, 0});
+  std::vector<Fault> faults(4);
+  faults[0].type = FaultType::stale_position;
+  faults[1].type = FaultType::recycled_key;
+  faults[1].rank = 1;
+  faults[2].type = FaultType::accepted_disagree;
+  faults[3].type = FaultType::accepted_range;
+  FaultInjector injector(faults, 0, g);
+  const StepFaults f = injector.inject(0, batch, tables, rows);
+  ASSERT_EQ(f.patches.size(), 2u) << "one commit: the first commit fault takes it, the other two wait";
+  EXPECT_EQ(f.patches[0].target, FaultPatch::pool_word);
+  EXPECT_EQ(f.patches[0].index, rows[8 + 1]);  // the row accepting one draft selects
+  EXPECT_EQ(f.patches[0].at, g.consumed_offset);
+  EXPECT_EQ(f.patches[0].original, 13);
+  EXPECT_EQ(f.patches[0].value, 12);
+  EXPECT_EQ(f.patches[1].target, FaultPatch::pool_word);
+  EXPECT_EQ(f.patches[1].rank, 1);
+  EXPECT_EQ(f.patches[1].index, 10);
+  EXPECT_EQ(f.patches[1].at, g.key_offset);
+  EXPECT_EQ(f.patches[1].original, 77);
+  EXPECT_NE(f.patches[1].value, 77);
+  EXPECT_TRUE(f.hit(0) && f.hit(1) && f.hit(2)) << "the offload reads the recycled row too";
+  EXPECT_EQ(injector.faults()[1].commands, 2);
+  EXPECT_EQ(injector.missed(), 2);
+
+  const StepFaults later = injector.inject(1, batch, tables, rows);
+  ASSERT_EQ(later.patches.size(), 1u);
+  EXPECT_EQ(later.patches[0].target, FaultPatch::accepted);
+  EXPECT_EQ(later.patches[0].index, 1);
+  EXPECT_EQ(later.patches[0].value, 2) << "another valid count: within the verify's drafts";
+  const StepFaults last = injector.inject(2, batch, tables, rows);
+  ASSERT_EQ(last.patches.size(), 1u);
+  EXPECT_EQ(last.patches[0].value, 4) << "K + 1";
+  EXPECT_EQ(injector.missed(), 0);
+}
+
+// The replica's oracle on a commit: the model's verify rows, then the commit's
+// code and what each move writes (the remap: the replica's state rows).
+TEST(SimSpeculative, TheReplicasOracleCommitsTheAcceptedPosition) {
+  for (const bool copy : {false, true}) {
+    SCOPED_TRACE(copy ? "copy" : "remap");
+    const Geometry g = make_geometry(spec_config(2, copy), 50, Comm{});
+    HostReplica replica(g);
+    Model model(g);
+    model.begin_step(0);
+    for (std::int64_t j = 0; j <= 2; ++j) {
+      model.write_state(g.initial_state_rows()[static_cast<std::size_t>(8 + j)], 1000 + j, 0);
+      model.stamp_consumed(g.initial_state_rows()[static_cast<std::size_t>(8 + j)], 7 + j);
+    }
+    replica.run_jobs(model.jobs());
+    replica.set_accepted({0, 2});
+    const std::vector<std::int32_t> tables(static_cast<std::size_t>(2 * g.table_width), 0);
+    std::vector<std::int64_t> slot{1}, src{-1}, dst{-1}, end{7}, key{0};
+    std::vector<std::int32_t> op{statexfer::op_commit};
+    test::OracleCommands commit{slot.data(), src.data(), dst.data(), op.data(), end.data(), 1, key.data()};
+    test::OracleMemory memory = replica.memory(tables.data(), tables.data());
+    std::vector<std::int32_t> positions;
+    const std::vector<std::int32_t> codes = replica.oracle().validate(commit, memory, &positions);
+    ASSERT_EQ(codes[0], 0);
+    EXPECT_EQ(positions[0], 2);
+    const std::vector<std::uint8_t> before = replica.pool();
+    replica.oracle().apply(commit, codes, memory);
+    const std::int64_t live = g.home_row(1), accepted = g.position_row(1, 2), RB = g.row_bytes;
+    if (copy) {
+      EXPECT_EQ(replica.state_rows()[8], live);
+      EXPECT_EQ(std::memcmp(replica.pool().data() + live * RB + g.ssm_offset,
+                            before.data() + accepted * RB + g.ssm_offset, static_cast<std::size_t>(g.ssm.size())),
+                0);
+    } else {
+      EXPECT_EQ(replica.state_rows()[8], accepted);
+      EXPECT_EQ(replica.state_rows()[8 + 2], live);
+      EXPECT_EQ(replica.pool(), before) << "a remap moves no byte";
+    }
+    // Accepting one draft where position 1 holds endpoint 8, as it should, but
+    // with an expected endpoint one short: a stale state (code 3).
+    end[0] = 6;
+    replica.set_accepted({0, 1});
+    EXPECT_EQ(replica.oracle().validate(commit, replica.memory(tables.data(), tables.data()))[0], 3);
+  }
+}
+
+}  // namespace
+}  // namespace statexfer::sim
