@@ -6,7 +6,8 @@
 //   --set NAME          a built-in set: facts (the default: FACTS.md's shapes, the
 //                       sweeps, validate-capacity), models (MODELS.md), tiers
 //                       (host tier moves beside device commands, BenchTier.cpp),
-//                       speculative (commits and prefix keys, BenchSpeculative.cpp), all
+//                       speculative (commits and prefix keys, BenchSpeculative.cpp),
+//                       steps (upload + replay + synchronisation, BenchStep.cpp), all
 //   --shape SPEC        NAME:C:ROW_BYTES:PAGE_REGIONS:PAGE_BYTES[:TRAILING[:COUNT]]
 //   --shapes FILE       one SPEC a line, # comments
 //   --list-shapes       print the selected transfer shapes as SPEC lines and exit
@@ -40,7 +41,7 @@ const char* const usage =
     "  --set NAME       built-in shapes: facts (default: FACTS.md shapes, sweeps, validate-capacity),\n"
     "                   models (hybrid models' per-request state, perf_tests/MODELS.md),\n"
     "                   tiers (host tier moves beside device commands), speculative (commits,\n"
-    "                   prefix keys), all\n"
+    "                   prefix keys), steps (upload + replay + synchronisation), all\n"
     "  --shape SPEC     NAME:C:ROW_BYTES:PAGE_REGIONS:PAGE_BYTES[:TRAILING[:COUNT]], repeatable;\n"
     "                   C a power of two 1..4096, COUNT live commands 1..C (default C),\n"
     "                   TRAILING trailing bindings (default 0); bytes as 4096, 64KiB, 50MiB, 1GiB\n"
@@ -129,6 +130,7 @@ int main(int argc, char* argv[]) {
     if (sets.count("facts")) register_validate_capacity();
     if (sets.count("tiers")) register_tier_benchmarks();
     if (sets.count("speculative")) register_speculative_benchmarks();
+    if (sets.count("steps")) register_step_benchmarks();
     benchmark::Initialize(&argc, argv);
     benchmark::AddCustomContext("statexfer_version", STATEXFER_VERSION_STRING);
     benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION));

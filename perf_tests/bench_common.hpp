@@ -85,7 +85,8 @@ struct WorkloadOptions {
   std::int64_t host_rows = 0;  // > 0: a host tier of that many rows (BenchTier.cpp)
   int positions = 0;           // > 0: speculative positions, K position rows a slot (BenchSpeculative.cpp)
   statexfer::CommitMove move = statexfer::CommitMove::remap;
-  bool keys = false;  // a prefix_key region
+  bool keys = false;                                                            // a prefix_key region
+  statexfer::CommandPlacement placement = statexfer::CommandPlacement::device;  // the command arrays (BenchStep.cpp)
 };
 
 struct alignas(16) Word16 {
@@ -143,7 +144,7 @@ struct Workload {
     const std::int64_t rows = first_snapshot + c + 1, page_count = c * s.width;
     pool = statexfer::StatePool<Exec>(statexfer::StateLayout(regions, row_bytes), rows, page_count);
     fill_pattern(pool.backing(), 17);
-    commands = statexfer::StateCommands<Exec>::allocate(c);
+    commands = statexfer::StateCommands<Exec>::allocate(c, options.placement);
 
     statexfer::PageTable<Exec> tables("bench::tables", c, s.width);
     state_rows = statexfer::StateRows<Exec>("bench::state_rows", c, 8);
@@ -281,6 +282,15 @@ class Replayer {
   Replayer(const Replayer&) = delete;
   Replayer& operator=(const Replayer&) = delete;
 
+  /// One replay, enqueued (no fence, no timing): a step of a serving loop.
+  void launch() {
+#ifdef KOKKOS_ENABLE_CUDA
+    cudaGraphLaunch(graph_instance_, instance_.stream());
+#else
+    step_(instance_.exec());
+#endif
+  }
+
   double seconds_per_replay(int replays) {
 #ifdef KOKKOS_ENABLE_CUDA
     const cudaStream_t stream = instance_.stream();
@@ -318,6 +328,7 @@ void register_transfer_shapes(const std::vector<NamedShape>& shapes);
 void register_validate_capacity();
 void register_tier_benchmarks();         // --set tiers
 void register_speculative_benchmarks();  // --set speculative
+void register_step_benchmarks();         // --set steps
 
 }  // namespace statexfer::bench
 

@@ -157,7 +157,7 @@ std::string format_spec(const NamedShape& s) {
 }
 
 const std::vector<std::string>& set_names() {
-  static const std::vector<std::string> names{"facts", "models", "tiers", "speculative"};
+  static const std::vector<std::string> names{"facts", "models", "tiers", "speculative", "steps"};
   return names;
 }
 
@@ -186,10 +186,10 @@ std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend) 
       for (std::int64_t c : {1, 4, 8, 32})
         add(std::string("models/") + m.name + "/c" + std::to_string(c),
             {c, m.row_bytes(), m.attention_layers, m.page_bytes(16), 0}, true);
-  } else if (name == "tiers" || name == "speculative") {
-    // No transfer shapes: BenchTier.cpp and BenchSpeculative.cpp register their own batches.
+  } else if (name == "tiers" || name == "speculative" || name == "steps") {
+    // No transfer shapes: BenchTier.cpp, BenchSpeculative.cpp and BenchStep.cpp register their own batches.
   } else {
-    throw SpecError("--set " + name + ": unknown set (known: facts, models, tiers, speculative, all)");
+    throw SpecError("--set " + name + ": unknown set (known: facts, models, tiers, speculative, steps, all)");
   }
   return out;
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/batch_fixture.hpp"
+#include "common/tier_fixture.hpp"
 
 namespace {
 
@@ -75,44 +76,74 @@ TEST(TEST_CATEGORY, command_batch_refuses_what_it_cannot_hold) {
 // Every row and num_ops reach the device arrays; rows past the batch keep what
 // the batch object holds; errors and commit_positions are not touched.
 TEST(TEST_CATEGORY, command_batch_upload_is_the_batch) {
-  for (const std::int64_t c : {1, 8, 64, 4096}) {
-    SCOPED_TRACE("capacity " + std::to_string(c));
-    auto commands = statexfer::StateCommands<Exec>::allocate(c);
-    statexfer::CommandBatch<Exec> batch(c);
-    const std::int64_t n = c == 1 ? 1 : c - 3;  // odd-sized batches below the capacity
-    for (std::int64_t i = 0; i < n; ++i)
-      batch.push_back({i % 7 - 1, 3 * i + 1, -2 * i, static_cast<std::int32_t>(i % 6), 1000 + i, (i << 40) ^ 77});
-    Kokkos::deep_copy(commands.errors, 33);
-    const Exec exec;
-    commands.upload(exec, batch);
-    exec.fence();
-    const auto slots = statexfer::test::download(commands.request_slots);
-    const auto src = statexfer::test::download(commands.source_slots);
-    const auto dst = statexfer::test::download(commands.destination_slots);
-    const auto op = statexfer::test::download(commands.operation);
-    const auto end = statexfer::test::download(commands.expected_consumed);
-    const auto keys = statexfer::test::download(commands.prefix_keys);
-    for (std::int64_t i = 0; i < c; ++i) {
-      const auto at = static_cast<std::size_t>(i);
-      const Command want = batch[i];
-      EXPECT_EQ(slots[at], want.request_slot) << i;
-      EXPECT_EQ(src[at], want.source) << i;
-      EXPECT_EQ(dst[at], want.destination) << i;
-      EXPECT_EQ(op[at], want.operation) << i;
-      EXPECT_EQ(end[at], want.expected_consumed) << i;
-      EXPECT_EQ(keys[at], want.prefix_key) << i;
-      if (i >= n) {
-        EXPECT_EQ(slots[at], -1) << i;
+  for (const auto placement : {statexfer::CommandPlacement::device, statexfer::CommandPlacement::mapped})
+    for (const std::int64_t c : {1, 8, 64, 4096}) {
+      SCOPED_TRACE("capacity " + std::to_string(c) +
+                   (placement == statexfer::CommandPlacement::mapped ? ", mapped" : ", device"));
+      auto commands = statexfer::StateCommands<Exec>::allocate(c, placement);
+      EXPECT_EQ(commands.placement(), placement);
+      statexfer::CommandBatch<Exec> batch(c);
+      const std::int64_t n = c == 1 ? 1 : c - 3;  // odd-sized batches below the capacity
+      for (std::int64_t i = 0; i < n; ++i)
+        batch.push_back({i % 7 - 1, 3 * i + 1, -2 * i, static_cast<std::int32_t>(i % 6), 1000 + i, (i << 40) ^ 77});
+      Kokkos::deep_copy(commands.errors, 33);
+      const Exec exec;
+      commands.upload(exec, batch);
+      exec.fence();
+      const auto slots = statexfer::test::download(commands.request_slots);
+      const auto src = statexfer::test::download(commands.source_slots);
+      const auto dst = statexfer::test::download(commands.destination_slots);
+      const auto op = statexfer::test::download(commands.operation);
+      const auto end = statexfer::test::download(commands.expected_consumed);
+      const auto keys = statexfer::test::download(commands.prefix_keys);
+      for (std::int64_t i = 0; i < c; ++i) {
+        const auto at = static_cast<std::size_t>(i);
+        const Command want = batch[i];
+        EXPECT_EQ(slots[at], want.request_slot) << i;
+        EXPECT_EQ(src[at], want.source) << i;
+        EXPECT_EQ(dst[at], want.destination) << i;
+        EXPECT_EQ(op[at], want.operation) << i;
+        EXPECT_EQ(end[at], want.expected_consumed) << i;
+        EXPECT_EQ(keys[at], want.prefix_key) << i;
+        if (i >= n) {
+          EXPECT_EQ(slots[at], -1) << i;
+        }
       }
+      EXPECT_EQ(statexfer::test::download(commands.num_ops), std::vector<std::int32_t>{static_cast<std::int32_t>(n)});
+      EXPECT_EQ(statexfer::test::download(commands.errors), std::vector<std::int32_t>(static_cast<std::size_t>(c), 33));
+      EXPECT_EQ(statexfer::test::download(commands.commit_positions),
+                std::vector<std::int32_t>(static_cast<std::size_t>(c), -1));
+      batch.set_num_ops(-4);
+      commands.upload(exec, batch);
+      exec.fence();
+      EXPECT_EQ(statexfer::test::download(commands.num_ops), std::vector<std::int32_t>{-4});
     }
-    EXPECT_EQ(statexfer::test::download(commands.num_ops), std::vector<std::int32_t>{static_cast<std::int32_t>(n)});
-    EXPECT_EQ(statexfer::test::download(commands.errors), std::vector<std::int32_t>(static_cast<std::size_t>(c), 33));
-    EXPECT_EQ(statexfer::test::download(commands.commit_positions),
-              std::vector<std::int32_t>(static_cast<std::size_t>(c), -1));
-    batch.set_num_ops(-4);
-    commands.upload(exec, batch);
-    exec.fence();
-    EXPECT_EQ(statexfer::test::download(commands.num_ops), std::vector<std::int32_t>{-4});
+}
+
+// The kernels read mapped command arrays in place: random batches of every
+// operation (commits and prefix keys included) through both calls, against the
+// oracle, at capacities of one team and of the sorted validation.
+TEST(TEST_CATEGORY, command_batch_mapped_commands_match_the_oracle) {
+  namespace ft = statexfer::test;
+  for (const std::int64_t c : {4, 64, 128}) {
+    SCOPED_TRACE("capacity " + std::to_string(c));
+    ft::TierOptions o;
+    o.capacity = c;
+    o.host_rows = c < 16 ? 5 : c / 2;
+    o.cache_pages = 2 * c + 6;
+    o.positions = 3;
+    o.keys = true;
+    o.placement = statexfer::CommandPlacement::mapped;
+    ft::TierRig<Exec> rig(o);
+    ft::TierRng rng(0x3a99e0ULL + static_cast<std::uint64_t>(c));
+    std::int64_t applied = 0;
+    for (int b = 0; b < 24; ++b) {
+      const ft::TierCommands k = ft::random_tier_batch(rng, rig, b % 3 == 2);
+      const auto codes = rig.run_and_check(k, b % 2 == 1, "batch " + std::to_string(b));
+      for (std::int64_t r = 0; r < k.count && r < c; ++r) applied += codes[static_cast<std::size_t>(r)] == 0;
+      ASSERT_FALSE(::testing::Test::HasFailure());
+    }
+    EXPECT_GT(applied, 10);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -258,10 +259,23 @@ class CommandBatch {
   std::int64_t capacity_ = 0, size_ = 0;
 };
 
+/// Where StateCommands::allocate() puts the arrays the host writes.
+enum class CommandPlacement : std::uint8_t {
+  /// In the execution space's memory: upload() enqueues one copy of the batch.
+  device,
+  /// In pinned host memory (GPUs; host memory on host backends) that the
+  /// kernels read directly: upload() writes them with the CPU, and no copy is
+  /// enqueued. The batch of a step must not be written while the kernels of
+  /// the step before still read it (wait for them, or use a second set).
+  mapped,
+};
+
 /// Command arrays for capacity C (initial values: -1, or 0 for operation,
 /// prefix_keys, num_ops and errors; -1 for commit_positions). `errors` and
 /// `commit_positions` are written by validate(). allocate() puts them in one
-/// allocation (`block`) laid out as a CommandBatch, so that upload() is one copy.
+/// allocation (`block`) laid out as a CommandBatch, so that upload() is one
+/// copy; with CommandPlacement::mapped the arrays the host writes lie in
+/// `mapped_block` instead, which the kernels read in place.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 struct StateCommands {
   using execution_space = ExecutionSpace;
@@ -280,11 +294,13 @@ struct StateCommands {
   int32_view commit_positions;   ///< device-written: a commit's accepted count as read, -1 for other rows (§13)
   /// The allocation the arrays above lie in (allocate()); empty for arrays a caller put together.
   Kokkos::View<std::uint8_t*, memory_space> block;
+  /// CommandPlacement::mapped: the allocation of the arrays the host writes.
+  Kokkos::View<std::uint8_t*, typename CommandBatch<ExecutionSpace>::memory_space> mapped_block;
 
   /// Allocate and initialise arrays for `capacity` commands; std::invalid_argument
   /// naming `capacity` unless it is a power of two through 4096 (1..64: the
   /// contract; 128..4096: the large-batch extension).
-  static StateCommands allocate(std::int64_t capacity) {
+  static StateCommands allocate(std::int64_t capacity, CommandPlacement placement = CommandPlacement::device) {
     if (!is_valid_extended_capacity(capacity)) impl::bad_capacity("StateCommands::allocate", capacity);
     StateCommands c;
     const auto n = static_cast<std::size_t>(capacity);
@@ -292,22 +308,26 @@ struct StateCommands {
     // Allocated and filled on this backend, not the default one (a Serial transfer in an OpenMP build).
     const ExecutionSpace exec;
     c.block = Kokkos::View<std::uint8_t*, memory_space>(Kokkos::view_alloc(exec, "statexfer::commands"), at.total);
-    std::uint8_t* base = c.block.data();
-    const auto i64 = [&](std::size_t offset, std::size_t extent) {
+    std::uint8_t* in = c.block.data();
+    if (placement == CommandPlacement::mapped) {
+      c.mapped_block = decltype(c.mapped_block)(Kokkos::view_alloc(exec, "statexfer::commands_mapped"), at.uploaded);
+      in = c.mapped_block.data();  // device-accessible (CUDA and HIP pinned memory)
+    }
+    const auto i64 = [&](std::uint8_t* base, std::size_t offset, std::size_t extent) {
       return int64_view(reinterpret_cast<std::int64_t*>(base + offset), extent);
     };
-    const auto i32 = [&](std::size_t offset, std::size_t extent) {
+    const auto i32 = [&](std::uint8_t* base, std::size_t offset, std::size_t extent) {
       return int32_view(reinterpret_cast<std::int32_t*>(base + offset), extent);
     };
-    c.num_ops = i32(at.num_ops, 1);
-    c.request_slots = i64(at.request_slots, n);
-    c.source_slots = i64(at.source_slots, n);
-    c.destination_slots = i64(at.destination_slots, n);
-    c.expected_consumed = i64(at.expected_consumed, n);
-    c.prefix_keys = i64(at.prefix_keys, n);
-    c.operation = i32(at.operation, n);
-    c.errors = i32(at.errors, n);
-    c.commit_positions = i32(at.commit_positions, n);
+    c.num_ops = i32(in, at.num_ops, 1);
+    c.request_slots = i64(in, at.request_slots, n);
+    c.source_slots = i64(in, at.source_slots, n);
+    c.destination_slots = i64(in, at.destination_slots, n);
+    c.expected_consumed = i64(in, at.expected_consumed, n);
+    c.prefix_keys = i64(in, at.prefix_keys, n);
+    c.operation = i32(in, at.operation, n);
+    c.errors = i32(c.block.data(), at.errors, n);
+    c.commit_positions = i32(c.block.data(), at.commit_positions, n);
     Kokkos::deep_copy(exec, c.request_slots, -1);
     Kokkos::deep_copy(exec, c.source_slots, -1);
     Kokkos::deep_copy(exec, c.destination_slots, -1);
@@ -319,9 +339,11 @@ struct StateCommands {
 
   std::int64_t capacity() const noexcept { return static_cast<std::int64_t>(source_slots.extent(0)); }
 
-  /// Enqueue on `exec` the copy of `batch` (its rows and num_ops) into these
-  /// arrays: one copy, no fence (capturable). Keep `batch` unchanged until the
-  /// copy has run (fence `exec`, or write the next batch into another one).
+  /// `batch` (its rows and num_ops) into these arrays. Device placement: one
+  /// copy enqueued on `exec`, no fence (capturable); keep `batch` unchanged
+  /// until the copy has run (fence `exec`, or write the next batch into another
+  /// one). Mapped placement: the CPU writes the arrays now and nothing is
+  /// enqueued; the kernels that read the previous batch must have finished.
   /// std::logic_error for arrays allocate() did not make; std::invalid_argument
   /// for a batch of another capacity.
   void upload(const ExecutionSpace& exec, const CommandBatch<ExecutionSpace>& batch) const {
@@ -330,9 +352,17 @@ struct StateCommands {
     if (batch.capacity() != capacity())
       throw std::invalid_argument("statexfer::StateCommands::upload: batch has capacity " +
                                   std::to_string(batch.capacity()) + ", the commands " + std::to_string(capacity()));
-    const std::pair<std::size_t, std::size_t> uploaded(
-        0, impl::CommandBlockLayout(static_cast<std::size_t>(capacity())).uploaded);
+    const std::size_t bytes = impl::CommandBlockLayout(static_cast<std::size_t>(capacity())).uploaded;
+    if (mapped_block.data() != nullptr) {
+      std::memcpy(mapped_block.data(), batch.block().data(), bytes);
+      return;
+    }
+    const std::pair<std::size_t, std::size_t> uploaded(0, bytes);
     Kokkos::deep_copy(exec, Kokkos::subview(block, uploaded), Kokkos::subview(batch.block(), uploaded));
+  }
+
+  CommandPlacement placement() const noexcept {
+    return mapped_block.data() != nullptr ? CommandPlacement::mapped : CommandPlacement::device;
   }
 
   /// The fixed upload names `state_<field>` of every field but the device outputs

@@ -29,9 +29,9 @@ struct PlanShape {
 
 /// What the plan needs of the device and the kernels' policies (prepare() asks them).
 struct DeviceLimits {
-  bool host = true;           // a host backend: a CPU's threads
-  bool kokkos4 = true;        // the flat grid of validate_and_apply() is the default on Kokkos 4 only
-  bool bulk = false;          // the code that runs has Hopper's bulk copies
+  bool host = true;     // a host backend: a CPU's threads
+  bool kokkos4 = true;  // the flat grid of validate_and_apply() is the default on Kokkos 4 only
+  bool bulk = false;    // the code that runs has Hopper's bulk copies
   std::int64_t concurrency = 1;
   int vector_length_max = 1;
   int validate_threads_max[7] = {1, 1, 1, 1, 1, 1, 1};  // validate()'s team_size_max at 1, 2, 4, ..., 64 lanes
@@ -42,7 +42,7 @@ struct DeviceLimits {
   int fused_flat_words = 4;     // 16-byte words a thread of the flat grid moves a round
   int sort_team_max = 1;        // the sorted validation's sort and look-up launch
   int sort_teams = 0;
-  int sort_chunk = 1024;        // keys per chunk
+  int sort_chunk = 1024;  // keys per chunk
 };
 
 /// Defaults of TransferOptions that the constructor needs before prepare().
@@ -58,8 +58,7 @@ inline void check_options(const TransferOptions& o) {
              std::to_string(hi) + more + ", got " + std::to_string(v));
   };
   if (o.apply_words != -1 && o.apply_words != 0 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
-    reject("options.apply_words must be -1 (the default), 0 (teams), 1, 2 or 4, got " +
-           std::to_string(o.apply_words));
+    reject("options.apply_words must be -1 (the default), 0 (teams), 1, 2 or 4, got " + std::to_string(o.apply_words));
   range("apply_team_size", o.apply_team_size, 1, 1024);
   range("apply_tile_bytes", o.apply_tile_bytes, 256, std::int64_t(1) << 30, ", a multiple of 16");
   if (o.apply_tile_bytes % 16 != 0)
@@ -120,7 +119,8 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // validate()
   if (p.sorted_validation) {
     p.sort_teams = d.sort_teams;
-    p.validate_team_size = host ? 1 : std::min(std::max(1, std::min(d.sort_team_max, 1024)), std::max(1, d.sort_chunk / 2));
+    p.validate_team_size =
+        host ? 1 : std::min(std::max(1, std::min(d.sort_team_max, 1024)), std::max(1, d.sort_chunk / 2));
     p.validate_league = 1;
     p.validate_vector_length = 1;
     p.validate_rows_per_team = static_cast<int>(c);
@@ -142,16 +142,16 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // validate_and_apply(): on hosts every team or block would repeat the loads of every row on the CPU.
   const bool flat_fits = c <= 8 && c * s.row_bytes <= (std::int64_t(256) << 20);
   const FusedDesign automatic = host || p.sorted_validation ? FusedDesign::two_launches
-                                : d.kokkos4 && flat_fits   ? FusedDesign::flat_grid
-                                                           : FusedDesign::teams;
+                                : d.kokkos4 && flat_fits    ? FusedDesign::flat_grid
+                                                            : FusedDesign::teams;
   const bool chosen = o.validate_and_apply != FusedDesign::automatic;
   const FusedDesign design = chosen ? o.validate_and_apply : automatic;
   p.validate_and_apply = FusedDesign::two_launches;
   if (p.sorted_validation) return p;
   if (design == FusedDesign::teams) {
     // A thread per command row in the load phase (hosts' teams of one have too few: two launches).
-    int fused = d.fused_team_max >= c ? std::max<int>(static_cast<int>(c), std::min(d.fused_team_max, p.apply_team_size))
-                                      : 0;
+    int fused =
+        d.fused_team_max >= c ? std::max<int>(static_cast<int>(c), std::min(d.fused_team_max, p.apply_team_size)) : 0;
     // Past about one wave every wave pays the validation again: two launches, unless asked for.
     if (fused > 0 && !chosen && p.work_items > d.concurrency / fused) fused = 0;
     if (fused > 0) {
@@ -174,8 +174,10 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
     // launch bounds hold 1024 threads an SM, half the device's concurrency).
     const std::int64_t blocks = p.work_items << chunk_shift(1);
     const std::int64_t resident = d.concurrency / 2 / block;
-    const int rounds =
-        host ? 1 : o.fused_rounds > 0 ? o.fused_rounds : blocks > resident && blocks <= 2 * resident ? 2 : 1;
+    const int rounds = host                                          ? 1
+                       : o.fused_rounds > 0                          ? o.fused_rounds
+                       : blocks > resident && blocks <= 2 * resident ? 2
+                                                                     : 1;
     const std::int32_t shift = chunk_shift(rounds);
     // A GPU block needs a thread per edge byte of its chunk (fewer than 32).
     if ((host || block >= 32) && p.work_items <= (std::numeric_limits<std::int32_t>::max() >> shift)) {

@@ -41,7 +41,8 @@ struct TierOptions {
   std::vector<std::string> excluded;
   int positions = 0;  // speculative positions K (0: no commits, operation 5 unknown)
   statexfer::CommitMove move = statexfer::CommitMove::remap;
-  bool keys = false;  // the layout has a prefix_key region
+  bool keys = false;                                                            // the layout has a prefix_key region
+  statexfer::CommandPlacement placement = statexfer::CommandPlacement::device;  // where the command arrays live
 };
 
 /// The commands of one batch as host arrays of the capacity.
@@ -91,7 +92,7 @@ struct TierRig {
     rows = opt.rows > 0 ? opt.rows : 3 * c + 3 + c * opt.positions;
     pool = statexfer::StatePool<Exec>(layout(), rows, p);
     if (opt.host_rows > 0) host = statexfer::HostTier<Exec>(layout(), opt.host_rows);
-    commands = statexfer::StateCommands<Exec>::allocate(c);
+    commands = statexfer::StateCommands<Exec>::allocate(c, opt.placement);
     tables = statexfer::PageTable<Exec>("tables", c, w);
     trailing_tables = statexfer::PageTable<Exec>("trailing_tables", c, w);
     state_rows = statexfer::StateRows<Exec>("state_rows", c, 8);

@@ -27,9 +27,12 @@ namespace ft = statexfer::test;
 #define STATEXFER_TIER_CUDA_CHECK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 void capture_and_replay_tiers(std::int64_t capacity, bool fused, int positions = 0,
-                              statexfer::CommitMove move = statexfer::CommitMove::remap) {
+                              statexfer::CommitMove move = statexfer::CommitMove::remap,
+                              statexfer::CommandPlacement placement = statexfer::CommandPlacement::device) {
+  const bool mapped = placement == statexfer::CommandPlacement::mapped;
   SCOPED_TRACE("capacity " + std::to_string(capacity) + (fused ? ", validate_and_apply" : "") +
-               (positions > 0 ? std::string(", commits ") + statexfer::to_string(move) : ""));
+               (positions > 0 ? std::string(", commits ") + statexfer::to_string(move) : "") +
+               (mapped ? ", mapped commands" : ""));
   static_assert(std::is_same_v<statexfer::HostTier<Exec>::memory_space, Kokkos::CudaHostPinnedSpace>);
   cudaStream_t stream;
   STATEXFER_TIER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -42,6 +45,7 @@ void capture_and_replay_tiers(std::int64_t capacity, bool fused, int positions =
     o.positions = positions;
     o.move = move;
     o.keys = positions > 0;
+    o.placement = placement;
     ft::TierRig<Exec> rig(o, exec);  // prepare(exec)
 
     cudaGraph_t graph;
@@ -100,6 +104,14 @@ TEST(cuda, tier_capture_validate_then_apply) {
 TEST(cuda, tier_capture_validate_and_apply) {
   capture_and_replay_tiers(16, true);
   capture_and_replay_tiers(128, true);
+}
+
+// Commands in mapped pinned memory, which the replays read in place: the host
+// writes each batch into it between replays (no copy in or outside the graph).
+TEST(cuda, mapped_commands_capture) {
+  for (const std::int64_t capacity : {4, 16, 128})
+    for (const bool fused : {false, true})
+      capture_and_replay_tiers(capacity, fused, 4, statexfer::CommitMove::remap, statexfer::CommandPlacement::mapped);
 }
 
 TEST(cuda, speculative_capture) {
