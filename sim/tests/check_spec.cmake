@@ -142,7 +142,15 @@ field(_hit "${json_host_key}" faults requested 0 command_kind)
 set(_host "restore from host")
 expect("the recycled row was a host row" _hit STREQUAL _host)
 
-# 4. One rank cannot disagree with itself: an argument error (exit status 2).
+# 4. Prefix keys without speculative decoding (--prefix-keys): a recycled row refused.
+run(keys ${_w} --prefix-keys --verify --inject-fault 0:30:recycled-key)
+expect_fault("${json_keys}" 0 recycled-key 3)
+string(JSON _none ERROR_VARIABLE _absent GET "${json_keys}" speculative)
+field(keys "${json_keys}" config prefix_keys)
+field(rows "${json_keys}" config pool_rows)
+expect("--prefix-keys alone: keys, no position rows, no speculative section" keys AND rows EQUAL 113 AND _absent)
+
+# 5. One rank cannot disagree with itself: an argument error (exit status 2).
 execute_process(COMMAND ${SIM} ${_w} --spec-tokens 2 --inject-fault 0:3:accepted-disagree --no-progress
                 RESULT_VARIABLE _rc ERROR_VARIABLE _err)
 string(FIND "${_err}" "needs --tp 2 or more" _at)

@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <statexfer/commands.hpp>
@@ -297,6 +300,110 @@ TEST(SimSpeculative, TheReplicasOracleCommitsTheAcceptedPosition) {
     replica.set_accepted({0, 1});
     EXPECT_EQ(replica.oracle().validate(commit, replica.memory(tables.data(), tables.data()))[0], 3);
   }
+}
+
+// The saved state of every snapshot that applied, by (endpoint, prefix key):
+// its recurrent state and saved KV and draft pages, as the oracle's batches
+// and the model's writes leave them on a host replica (no device).
+// The bytes of a snapshot row at endpoint `e` that hold its prefix: the
+// recurrent state, and of the saved pages only the tokens before the endpoint
+// (the rest of a partial page is whatever its physical page held before, which
+// differs between schedules): per KV plane the first e % PT tokens, per draft
+// plane the entries of parts 0 and 1 below e - 1 (the draft model lags one
+// token: its entry q is written with token q + 1).
+std::vector<std::pair<std::string, std::pair<std::int64_t, std::int64_t>>> prefix_bytes(const Geometry& g,
+                                                                                        std::int64_t e) {
+  std::vector<std::pair<std::string, std::pair<std::int64_t, std::int64_t>>> out;
+  const std::int64_t pt = g.page_tokens, tail = e % pt;
+  out.push_back({"ssm", {0, g.ssm.size()}});
+  out.push_back({"conv", {0, g.conv.size()}});
+  for (std::int64_t i = 0; i < g.kv_planes && tail != 0; ++i)
+    out.push_back({"kv" + std::to_string(i), {0, tail * g.kv.size()}});
+  for (std::int64_t i = 0; i < g.draft_planes; ++i) {
+    const std::string name = "draft" + std::to_string(i);
+    if (e > 1 && e / pt >= 1) out.push_back({name, {0, (tail == 0 ? pt - 1 : pt) * g.draft.size()}});
+    if (tail >= 2) out.push_back({name, {g.draft_page_bytes, g.draft_page_bytes + (tail - 1) * g.draft.size()}});
+  }
+  return out;
+}
+
+std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::uint8_t>> snapshots_of(const SimConfig& cfg,
+                                                                                        const Workload& w) {
+  const Geometry g = make_geometry(cfg, w.max_total, Comm{});
+  Scheduler scheduler(cfg, w, g);
+  Model model(g);
+  HostReplica replica(g);
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::uint8_t>> saved;
+  const auto total = static_cast<std::int64_t>(w.requests.size());
+  for (std::int64_t step = 0; step < 5000 && scheduler.counts().completed < total; ++step) {
+    const Batch& batch = scheduler.plan_batch();
+    std::vector<std::int64_t> slot, src, dst, end, key;
+    std::vector<std::int32_t> op;
+    for (const BatchEntry& b : batch) {
+      slot.push_back(b.cmd.slot), src.push_back(b.cmd.src), dst.push_back(b.cmd.dst);
+      end.push_back(b.cmd.end), key.push_back(b.cmd.key), op.push_back(b.cmd.op);
+    }
+    const test::OracleCommands commands{slot.data(), src.data(), dst.data(),
+                                        op.data(),   end.data(), static_cast<std::int32_t>(batch.size()),
+                                        key.data()};
+    test::OracleMemory memory = replica.memory(scheduler.page_tables().data(), scheduler.draft_tables().data());
+    const std::vector<std::int32_t> codes = replica.oracle().validate(commands, memory);
+    replica.oracle().apply(commands, codes, memory);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      EXPECT_EQ(codes[i], 0) << "step " << step << " command " << i << " (" << kind_name(batch[i].kind) << ")";
+      if (batch[i].kind != kind_snapshot || codes[i] != 0) continue;
+      std::vector<std::uint8_t> bytes;
+      for (const auto& [name, range] : prefix_bytes(g, batch[i].cmd.end)) {
+        const std::uint8_t* row = replica.pool().data() + batch[i].cmd.dst * g.row_bytes + g.layout.region(name).offset;
+        bytes.insert(bytes.end(), row + range.first, row + range.second);
+      }
+      saved[{batch[i].cmd.end, batch[i].cmd.key}] = bytes;
+    }
+    scheduler.take_results(std::vector<std::int32_t>(codes.begin(), codes.begin() + batch.size()));
+    model.begin_step(step);
+    scheduler.advance_requests(model);
+    replica.run_jobs(model.jobs());
+    replica.set_accepted(model.accepted());
+  }
+  EXPECT_EQ(scheduler.counts().completed, total);
+  return saved;
+}
+
+// A verify's rejected drafts leave other tokens' KV and states behind, the
+// commit picks the accepted one, and the request's own tokens overwrite the
+// rest: every prefix snapshotted both with and without speculative decoding
+// (either move, either --model-writes) saves the same state and pages.
+TEST(SimSpeculative, SnapshotsSaveWhatPlainDecodingSaves) {
+  SyntheticOptions o;
+  o.requests = 80;
+  o.seed = 5;
+  o.prefixes = 4;
+  o.prefix_len = {10, 60};
+  o.input_len = {1, 12};
+  o.output_len = {5, 40};
+  o.followup = 0.5;
+  const Workload w = synthesize(o);
+  SimConfig plain = spec_config(0, false);
+  plain.capacity = 8;
+  plain.snapshot_rows = 16;
+  const auto want = snapshots_of(plain, w);
+  for (const bool all : {false, true})
+    for (const bool copy : {false, true}) {
+      SCOPED_TRACE(std::string(copy ? "copy" : "remap") + (all ? ", model writes all" : ""));
+      SimConfig spec = plain;
+      spec.spec_tokens = 4;
+      spec.commit_copy = copy;
+      spec.model_writes_all = all;
+      const auto got = snapshots_of(spec, w);
+      std::int64_t compared = 0;
+      for (const auto& [at, bytes] : got) {
+        const auto it = want.find(at);
+        if (it == want.end()) continue;
+        ++compared;
+        EXPECT_EQ(bytes, it->second) << "the snapshot at endpoint " << at.first << " differs";
+      }
+      EXPECT_GT(compared, 60) << "too few prefixes snapshotted in both runs";
+    }
 }
 
 }  // namespace
