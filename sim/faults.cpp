@@ -1,8 +1,54 @@
 #include "faults.hpp"
 
+#include <stdexcept>
+
 #include <statexfer/commands.hpp>
 
 namespace statexfer::sim {
+
+Fault parse_fault(const std::string& text) {
+  Fault f;
+  try {
+    std::vector<std::string> parts;
+    for (std::size_t b = 0;;) {
+      const auto e = text.find(':', b);
+      parts.push_back(text.substr(b, e == std::string::npos ? std::string::npos : e - b));
+      if (e == std::string::npos) break;
+      b = e + 1;
+    }
+    if (parts.size() < 2 || parts.size() > 3) throw std::invalid_argument(text);
+    std::size_t used = 0;
+    f.rank = std::stoi(parts[0], &used);
+    if (used != parts[0].size()) throw std::invalid_argument(text);
+    f.step = std::stoll(parts[1], &used);
+    if (used != parts[1].size() || f.rank < 0 || f.step < 0) throw std::invalid_argument(text);
+    if (parts.size() == 3) {
+      const std::string& k = parts[2];
+      if (k == "snapshot")
+        f.kind = kind_snapshot;
+      else if (k == "restore")
+        f.kind = kind_restore;
+      else if (k == "host-restore")
+        f.kind = kind_restore, f.host = true;
+      else if (k == "stale-position")
+        f.type = FaultType::stale_position;
+      else if (k == "accepted-range")
+        f.type = FaultType::accepted_range;
+      else if (k == "accepted-disagree")
+        f.type = FaultType::accepted_disagree;
+      else if (k == "recycled-key")
+        f.type = FaultType::recycled_key;
+      else if (k != "any")
+        throw std::invalid_argument(text);
+    }
+  } catch (const std::exception&) {
+    throw std::invalid_argument(
+        "expected RANK:STEP or RANK:STEP:KIND (snapshot, restore, host-restore, any, stale-position, "
+        "accepted-range, accepted-disagree, recycled-key), got '" +
+        text + "'");
+  }
+  return f;
+}
 
 std::string fault_kind_name(const Fault& f) {
   switch (f.type) {

@@ -48,6 +48,8 @@ struct StepFaults {
   }
 };
 
+/// --inject-fault's RANK:STEP[:KIND]; std::invalid_argument saying what it expected.
+Fault parse_fault(const std::string& text);
 /// "any", "snapshot", "restore", "host-restore", "stale-position", "accepted-range",
 /// "accepted-disagree", "recycled-key": the KIND of --inject-fault.
 std::string fault_kind_name(const Fault& f);

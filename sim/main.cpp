@@ -67,50 +67,6 @@ sim::Range parse_range(const std::string& text, const char* option) {
   return r;
 }
 
-sim::Fault parse_fault(const std::string& text) {
-  sim::Fault f;
-  try {
-    std::vector<std::string> parts;
-    for (std::size_t b = 0;;) {
-      const auto e = text.find(':', b);
-      parts.push_back(text.substr(b, e == std::string::npos ? std::string::npos : e - b));
-      if (e == std::string::npos) break;
-      b = e + 1;
-    }
-    if (parts.size() < 2 || parts.size() > 3) throw std::invalid_argument(text);
-    std::size_t used = 0;
-    f.rank = std::stoi(parts[0], &used);
-    if (used != parts[0].size()) throw std::invalid_argument(text);
-    f.step = std::stoll(parts[1], &used);
-    if (used != parts[1].size() || f.rank < 0 || f.step < 0) throw std::invalid_argument(text);
-    if (parts.size() == 3) {
-      const std::string& k = parts[2];
-      if (k == "snapshot")
-        f.kind = sim::kind_snapshot;
-      else if (k == "restore")
-        f.kind = sim::kind_restore;
-      else if (k == "host-restore")
-        f.kind = sim::kind_restore, f.host = true;
-      else if (k == "stale-position")
-        f.type = sim::FaultType::stale_position;
-      else if (k == "accepted-range")
-        f.type = sim::FaultType::accepted_range;
-      else if (k == "accepted-disagree")
-        f.type = sim::FaultType::accepted_disagree;
-      else if (k == "recycled-key")
-        f.type = sim::FaultType::recycled_key;
-      else if (k != "any")
-        throw std::invalid_argument(text);
-    }
-  } catch (const std::exception&) {
-    throw CLI::ValidationError("--inject-fault",
-                               "expected RANK:STEP or RANK:STEP:KIND (snapshot, restore, host-restore, any, "
-                               "stale-position, accepted-range, accepted-disagree, recycled-key), got '" +
-                                   text + "'");
-  }
-  return f;
-}
-
 std::string plot_script(const char* argv0) {
   // Beside the executable (the build copies it there), else the source tree.
   char exe[4096];
@@ -307,7 +263,13 @@ int run(int argc, char* argv[]) {
     syn.prefix_len = parse_range(prefix_len, "--prefix-len");
     syn.input_len = parse_range(input_len, "--input-len");
     syn.output_len = parse_range(output_len, "--output-len");
-    for (const auto& f : faults) cfg.faults.push_back(parse_fault(f));
+    for (const auto& f : faults) {
+      try {
+        cfg.faults.push_back(sim::parse_fault(f));
+      } catch (const std::invalid_argument& e) {
+        throw CLI::ValidationError("--inject-fault", e.what());
+      }
+    }
     if (cfg.tp < 1) throw CLI::ValidationError("--tp", "must be >= 1");
     if (no_combine && !cfg.verify) throw CLI::ValidationError("--no-combine", "needs --verify");
     if (model_writes != "read" && model_writes != "all")

@@ -212,6 +212,31 @@ TEST(SimSpeculative, ARefusedCommitFallsBackToTheLiveRowsEndpoint) {
   EXPECT_EQ(scheduler.counts().decode_tokens, 2 * 30);
 }
 
+TEST(SimSpeculative, FaultKindsParseAndName) {
+  const std::vector<std::pair<std::string, FaultType>> kinds{{"stale-position", FaultType::stale_position},
+                                                             {"accepted-range", FaultType::accepted_range},
+                                                             {"accepted-disagree", FaultType::accepted_disagree},
+                                                             {"recycled-key", FaultType::recycled_key},
+                                                             {"host-restore", FaultType::page},
+                                                             {"any", FaultType::page}};
+  for (const auto& [name, type] : kinds) {
+    const Fault f = parse_fault("1:40:" + name);
+    EXPECT_EQ(f.rank, 1);
+    EXPECT_EQ(f.step, 40);
+    EXPECT_EQ(f.type, type) << name;
+    EXPECT_EQ(fault_kind_name(f), name);
+  }
+  for (const char* bad : {"1:40:stale", "1", "-1:4", "1:4:any:5"}) {
+    try {
+      parse_fault(bad);
+      ADD_FAILURE() << bad << " parsed";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("got '") + bad + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("recycled-key"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(SimSpeculative, CommitFaultsChangeWhatTheirRankSees) {
   const SimConfig cfg = spec_config(3, false);
   const Geometry g = make_geometry(cfg, 50, Comm{});
