@@ -2,9 +2,10 @@
 #define STATEXFER_SIM_DEVICE_STATE_HPP
 
 // The device side of one rank: the pool, the caches, the page tables, the
-// state rows, the request state and the command arrays; the prepared transfer
-// and the error combiner; on Kokkos::Cuda the graphs that replay validate
-// [+ combine] + apply every step; and the kernel that runs the model's fill jobs.
+// state rows, the request state, the command arrays and (speculative decoding)
+// the sampler's accepted counts; the prepared transfer and the error combiner;
+// on Kokkos::Cuda the graphs that replay validate [+ combine] + apply every
+// step; and the kernel that runs the model's fill jobs.
 
 #include <Kokkos_Core.hpp>
 
@@ -113,8 +114,34 @@ class DeviceState {
   /// run_transfer() fences before the next batch rewrites it).
   void upload_batch(const Batch& batch) {
     host_batch_.clear();
-    for (const BatchEntry& b : batch) host_batch_.push_back({b.cmd.slot, b.cmd.src, b.cmd.dst, b.cmd.op, b.cmd.end});
+    for (const BatchEntry& b : batch)
+      host_batch_.push_back({b.cmd.slot, b.cmd.src, b.cmd.dst, b.cmd.op, b.cmd.end, b.cmd.key});
     commands_.upload(exec_, host_batch_);
+  }
+
+  /// The sampler's accepted counts of every slot ([capacity]), as the model step
+  /// leaves them on the device (the commits of the next batch read them).
+  void upload_accepted(const std::vector<std::int32_t>& accepted) {
+    if (g_.positions == 0) return;
+    using HostCounts = Kokkos::View<const std::int32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    Kokkos::deep_copy(exec_, accepted_, HostCounts(accepted.data(), accepted.size()));
+  }
+  /// One slot's accepted count (a fault), until the next upload_accepted().
+  void set_accepted(std::int64_t slot, std::int32_t value) {
+    Kokkos::deep_copy(exec_, Kokkos::subview(accepted_, slot), value);
+  }
+  /// One int64 of a row (`host`: of the host tier) at byte `offset`: a fault's
+  /// stale consumed_tokens or prefix key, and putting it back.
+  void set_word(bool host, std::int64_t row, std::int64_t offset, std::int64_t value) {
+    std::int64_t v = value;
+    const auto span = std::make_pair(offset, offset + 8);
+    const Kokkos::View<std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bytes(
+        reinterpret_cast<std::uint8_t*>(&v), 8);
+    if (host)
+      Kokkos::deep_copy(exec_, Kokkos::subview(host_tier_.backing(), row, span), bytes);
+    else
+      Kokkos::deep_copy(exec_, Kokkos::subview(pool_.backing(), row, span), bytes);
+    exec_.fence();  // `v` lives on this stack
   }
 
   /// validate [+ combine] + apply, fenced; returns its seconds.
@@ -126,11 +153,15 @@ class DeviceState {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  /// The codes of the first `count` command rows.
-  std::vector<std::int32_t> errors(std::size_t count) {
-    Kokkos::deep_copy(exec_, h_errors_, commands_.errors);
+  /// The codes of the first `count` command rows, and (`positions`, when
+  /// given) the accepted counts validate() read for them (commit_positions,
+  /// -1 but for commits): one copy, the two arrays are adjacent.
+  std::vector<std::int32_t> errors(std::size_t count, std::vector<std::int32_t>* positions = nullptr) {
+    Kokkos::deep_copy(exec_, h_outputs_, outputs_);
     exec_.fence();
-    return std::vector<std::int32_t>(h_errors_.data(), h_errors_.data() + count);
+    const auto* codes = reinterpret_cast<const std::int32_t*>(h_outputs_.data());
+    if (positions != nullptr) positions->assign(codes + positions_at_, codes + positions_at_ + count);
+    return std::vector<std::int32_t>(codes, codes + count);
   }
 
   /// Enqueues the model's fill jobs (fence() waits for them).
@@ -166,6 +197,7 @@ class DeviceState {
                             : draft_caches_[static_cast<std::size_t>(i - g_.kv_planes)];
   }
   const statexfer::RequestState<Exec>& requests() const { return requests_; }
+  const statexfer::StateRows<Exec>& state_rows() const { return state_rows_; }
   /// The host tier (empty without --host-snapshot-rows).
   const statexfer::HostTier<Exec>& host_tier() const { return host_tier_; }
 
@@ -189,14 +221,19 @@ class DeviceState {
     Kokkos::deep_copy(draft_tables_, -1);
     state_rows_ = statexfer::StateRows<Exec>("sim::state_rows", C, 8);
     auto h = Kokkos::create_mirror_view(state_rows_);
-    Kokkos::deep_copy(h, 0);
-    for (std::int64_t s = 0; s < C; ++s) h(s, 0) = g_.live_row(s);
+    const std::vector<std::int64_t> initial = g_.initial_state_rows();
+    for (std::int64_t s = 0; s < C; ++s)
+      for (std::int64_t j = 0; j < 8; ++j) h(s, j) = initial[static_cast<std::size_t>(s * 8 + j)];
     Kokkos::deep_copy(state_rows_, h);
+    if (g_.positions > 0) accepted_ = Kokkos::View<std::int32_t*, Mem>("sim::accepted", C);
     requests_ = statexfer::RequestState<Exec>::allocate(C);
     if (g_.host_rows > 0) host_tier_ = statexfer::HostTier<Exec>(g_.layout, g_.host_rows);
     commands_ = statexfer::StateCommands<Exec>::allocate(C);
     host_batch_ = statexfer::CommandBatch<Exec>(C);
-    h_errors_ = Kokkos::create_mirror_view(commands_.errors);
+    const statexfer::impl::CommandBlockLayout at(static_cast<std::size_t>(C));
+    outputs_ = Kokkos::subview(commands_.block, std::make_pair(at.errors, at.total));
+    h_outputs_ = Kokkos::View<std::uint8_t*, Kokkos::HostSpace>("sim::outputs", at.total - at.errors);
+    positions_at_ = static_cast<std::size_t>((at.commit_positions - at.errors) / 4);
   }
 
   void build_transfer() {
@@ -211,6 +248,11 @@ class DeviceState {
     if (g_.draft_planes > 0) config.trailing_tables = draft_tables_;
     if (g_.scratch_bytes > 0) config.excluded_regions = {"scratch"};
     config.host_tier = host_tier_;
+    if (g_.positions > 0) {
+      config.speculative.positions = static_cast<int>(g_.positions);
+      config.speculative.accepted = accepted_;
+      config.speculative.move = cfg_.commit_copy ? statexfer::CommitMove::copy : statexfer::CommitMove::remap;
+    }
     transfer_.emplace(pool_, commands_, tables_, config);
   }
 
@@ -310,7 +352,10 @@ class DeviceState {
   std::optional<statexfer::PreparedStateTransfer<Exec>> transfer_;
   std::optional<statexfer::ErrorCombiner<Exec>> combiner_;
   statexfer::CommandBatch<Exec> host_batch_{1};
-  typename statexfer::StateCommands<Exec>::int32_view::HostMirror h_errors_;
+  Kokkos::View<std::uint8_t*, Mem> outputs_;  // errors and commit_positions, in the command block
+  Kokkos::View<std::uint8_t*, Kokkos::HostSpace> h_outputs_;
+  std::size_t positions_at_ = 0;
+  Kokkos::View<std::int32_t*, Mem> accepted_;  // the sampler's accepted counts, [C] (speculative decoding)
   Kokkos::View<std::uint64_t*, Mem> bases_;
   Kokkos::View<FillJob*, Mem> jobs_d_;
 #ifdef KOKKOS_ENABLE_CUDA

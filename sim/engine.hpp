@@ -2,12 +2,13 @@
 #define STATEXFER_SIM_ENGINE_HPP
 
 // The simulated server. Each step: the scheduler plans one batch of snapshot /
-// restore / reset commands; the device state runs it through the one prepared
-// transfer (validate_and_apply() on one rank; validate, combine, apply across
+// restore / reset / tier-move commands and the commits of the last step's
+// verifies; the device state runs it through the one prepared transfer
+// (validate_and_apply() on one rank; validate, combine, apply across
 // tensor-parallel ranks, each holding its shard of every row and page); the
 // scheduler takes the codes; the model writes what the running requests
-// compute. Faults (--inject-fault) and verification (--verify) hook in between;
-// the engine alone keeps the statistics.
+// compute (and the sampler its accepted counts). Faults (--inject-fault) and
+// verification (--verify) hook in between; the engine alone keeps the statistics.
 
 #include <chrono>
 #include <cstdint>
@@ -43,7 +44,7 @@ class Engine {
         device_(cfg_, geometry_, comm),
         scheduler_(cfg_, workload, geometry_),
         model_(geometry_),
-        faults_(cfg_.faults, comm.rank, geometry_.page_tokens) {
+        faults_(cfg_.faults, comm.rank, geometry_) {
     if (cfg_.verify) verifier_.emplace(cfg_, geometry_, comm, device_);
     stats_.requests = static_cast<std::int64_t>(workload.requests.size());
   }
@@ -93,18 +94,17 @@ class Engine {
     // as an engine skips a step's state moves when there are none.
     StepFaults faulted;
     double transfer_s = 0;
-    std::vector<std::int32_t> codes;
+    std::vector<std::int32_t> codes, positions;
     if (!batch.empty()) {
       device_.upload_batch(batch);
-      // Rank-local faults: a partial page unmapped in this rank's table for this batch.
-      faulted = faults_.inject(stats_.steps, batch);
-      for (const auto& [slot, logical] : faulted.unmapped) device_.set_page(slot, logical, -1);
+      // Rank-local faults: this rank's view changed for this batch (faults.hpp).
+      faulted = faults_.inject(stats_.steps, batch, scheduler_.page_tables(), scheduler_.state_rows());
+      patch(faulted, false);
       stats_.upload_s += lap(t);
       transfer_s = device_.run_transfer();
       t = Clock::now();
-      codes = device_.errors(batch.size());
-      for (const auto& [slot, logical] : faulted.unmapped)
-        device_.set_page(slot, logical, scheduler_.page_tables()[static_cast<std::size_t>(slot * width() + logical)]);
+      codes = device_.errors(batch.size(), &positions);
+      patch(faulted, true);
       stats_.readback_s += lap(t);
       stats_.transfer_s += transfer_s;
       stats_.transfer_steps++;
@@ -115,7 +115,7 @@ class Engine {
     double verify_s = 0;
     if (verifier_) {
       t = Clock::now();
-      verifier_->check_transfer(stats_.steps, batch, codes, faulted, scheduler_.page_tables(),
+      verifier_->check_transfer(stats_.steps, batch, codes, positions, faulted, scheduler_.page_tables(),
                                 scheduler_.draft_tables());
       verify_s = lap(t);
       stats_.verify_s += verify_s;
@@ -123,10 +123,19 @@ class Engine {
       if (!verifier_->ok()) return;
     }
 
-    record_results(batch, codes, faulted);
+    record_results(batch, codes);
+    faults_.record(faulted, codes);
+    stats_.faults_refused = faults_.refused();
     t = Clock::now();
     scheduler_.take_results(codes);
     stats_.schedule_s += lap(t);
+    if (verifier_) {
+      verifier_->check_mirror(scheduler_.state_rows());
+      if (!verifier_->ok()) {
+        record_verification();
+        return;
+      }
+    }
     verify_s += run_model();
 
     // A schedule that can no longer move is a bug: stop rather than spin.
@@ -140,20 +149,40 @@ class Engine {
     record_scheduler();
   }
 
+  // This rank's faulted view for the batch (`undo`: back as it was).
+  void patch(const StepFaults& faulted, bool undo) {
+    for (const FaultPatch& p : faulted.patches) {
+      if (p.rank != comm_.rank) continue;
+      const std::int64_t v = undo ? p.original : p.value;
+      switch (p.target) {
+        case FaultPatch::page: device_.set_page(p.index, p.at, static_cast<std::int32_t>(v)); break;
+        case FaultPatch::accepted: device_.set_accepted(p.index, static_cast<std::int32_t>(v)); break;
+        case FaultPatch::pool_word: device_.set_word(false, p.index, p.at, v); break;
+        case FaultPatch::host_word: device_.set_word(true, p.index, p.at, v); break;
+      }
+    }
+  }
+
   // The model step on the device (and on the verifier's replica); returns the
   // seconds the replica took.
   double run_model() {
     const auto start = Clock::now();
     model_.begin_step(stats_.steps);
+    const std::int64_t verifies = scheduler_.counts().verifies;
     scheduler_.advance_requests(model_);
+    const bool verified = scheduler_.counts().verifies > verifies;
     auto t = Clock::now();
     const double advance_s = seconds(t - start);
     stats_.schedule_s += advance_s;
     device_.run_model(model_.jobs());
+    if (verified) {  // the sampler's accepted counts, which the next batch's commits read
+      device_.upload_accepted(model_.accepted());
+      stats_.steps_verifying++;
+    }
     double replica_s = 0;
     if (verifier_) {
       const auto v = Clock::now();
-      verifier_->run_model(model_.jobs());
+      verifier_->run_model(model_.jobs(), model_.accepted());
       replica_s = seconds(Clock::now() - v);
     }
     device_.fence();
@@ -192,18 +221,30 @@ class Engine {
     stats_.faults_injected = faults_.injected();
   }
 
-  void record_results(const Batch& batch, const std::vector<std::int32_t>& codes, const StepFaults& faulted) {
+  void record_results(const Batch& batch, const std::vector<std::int32_t>& codes) {
+    bool commits = false;
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const BatchEntry& b = batch[i];
       const std::int32_t code = codes[i];
-      stats_.errors[code >= 0 && code <= 6 ? code : 7]++;
+      const int c = code >= 0 && code <= 6 ? code : 7;
+      stats_.errors[c]++;
       const bool ok = code == 0;
       (ok ? stats_.applied : stats_.failed)[b.kind]++;
+      if (b.kind == kind_commit) {
+        commits = true;
+        stats_.commit_errors[c]++;
+        // A copying commit moves the accepted row (all but the excluded scratch);
+        // a remap, or accepting nothing, moves no byte (docs/CONTRACT.md §13).
+        if (ok && geometry_.commit_copy && b.accepted > 0) {
+          stats_.row_bytes_moved += geometry_.row_copy_bytes;
+          stats_.commit_bytes += geometry_.row_copy_bytes;
+        }
+        continue;
+      }
       if (ok) record_bytes(b.cmd, b.kind);
       if (ok && b.cmd.op == statexfer::op_restore_from_host) stats_.host_restores++;
-      for (const auto& f : faulted.commands)
-        if (f.second == static_cast<std::int64_t>(i) && !ok) stats_.fault_commands_refused++;
     }
+    if (commits) stats_.commit_steps++;
   }
 
   // This rank's bytes of one applied command: the row, its partial page in every
@@ -245,6 +286,14 @@ class Engine {
     stats_.completion_snapshots = s.completion_snapshots;
     stats_.restore_fallbacks = s.restore_fallbacks;
     stats_.queued = s.queued;
+    stats_.verifies = s.verifies;
+    stats_.drafted_tokens = s.drafted_tokens;
+    stats_.verified_tokens = s.verified_tokens;
+    stats_.committed_tokens = s.committed_tokens;
+    stats_.accepted_drafts = s.accepted_drafts;
+    stats_.commit_fallbacks = s.commit_fallbacks;
+    stats_.verify_pauses = s.verify_pauses;
+    stats_.accepted_histogram = s.accepted_histogram;
     stats_.sim_ms = scheduler_.now_ms();
   }
 
@@ -269,16 +318,19 @@ class Engine {
     stats_.host_published = cache.host_published();
     stats_.total_bytes_moved = comm_.sum(stats_.row_bytes_moved + stats_.page_bytes_moved);
     stats_.total_snapshot_bytes = comm_.sum(stats_.snapshot_bytes);
+    stats_.total_commit_bytes = comm_.sum(stats_.commit_bytes);
     stats_.queue_ms = scheduler_.queue_delays_ms();
     stats_.model_state_bytes = model_.state_bytes_written();
     stats_.model_token_bytes = model_.token_bytes_written();
     if (comm_.distributed()) {
       // Every rank ran the same schedule with the same combined codes.
       for (std::int64_t v : {stats_.steps, stats_.applied[0], stats_.applied[1], stats_.applied[2], stats_.failed[0],
-                             stats_.failed[1], stats_.failed[2], stats_.hits, stats_.completed})
+                             stats_.failed[1], stats_.failed[2], stats_.applied[kind_commit],
+                             stats_.failed[kind_commit], stats_.accepted_drafts, stats_.hits, stats_.completed})
         if (comm_.min(v) != comm_.max(v)) stats_.cross_rank_ok = false;
     }
     stats_.faults_injected = faults_.injected();
+    stats_.faults_refused = faults_.refused();
     stats_.faults_missed = faults_.missed();
   }
 

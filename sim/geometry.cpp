@@ -33,6 +33,11 @@ Geometry make_geometry(const SimConfig& cfg, std::int64_t max_tokens, const Comm
   require(cfg.kv_token_bytes >= n && (g.draft_planes == 0 || cfg.draft_token_bytes >= n),
           "--kv-token-bytes and --draft-token-bytes must be at least 1 per rank");
   require(cfg.scratch_bytes >= 0, "--scratch-bytes must be >= 0");
+  require(cfg.spec_tokens >= 0 && cfg.spec_tokens <= 7,
+          "--spec-tokens must be 0 (off) to 7 (the free columns of the [C, 8] state rows)");
+  require(cfg.accept_rate >= 0 && cfg.accept_rate <= 1, "--accept-rate must be in [0, 1]");
+  g.positions = cfg.spec_tokens;
+  g.commit_copy = cfg.commit_copy;
 
   // The recurrent state is one sixteenth conv, the rest SSM.
   const std::int64_t conv_global = cfg.row_bytes / 16;
@@ -42,7 +47,7 @@ Geometry make_geometry(const SimConfig& cfg, std::int64_t max_tokens, const Comm
   g.draft = shard_of(std::max<std::int64_t>(cfg.draft_token_bytes, 1), r, n);
   g.table_width =
       std::max<std::int64_t>(1, (std::max<std::int64_t>(max_tokens, 1) + g.page_tokens - 1) / g.page_tokens);
-  g.rows = 1 + g.capacity + g.snapshot_rows;
+  g.rows = 1 + g.capacity * (1 + g.positions) + g.snapshot_rows;
   g.pages = cfg.pages > 0 ? cfg.pages : g.capacity * g.table_width;
   g.kv_page_bytes = g.page_tokens * g.kv.size();
   g.draft_page_bytes = g.page_tokens * g.draft.size();
@@ -50,6 +55,10 @@ Geometry make_geometry(const SimConfig& cfg, std::int64_t max_tokens, const Comm
   // consumed_tokens and the scratch are whole on every rank; the recurrent
   // state and the saved pages are this rank's shard.
   std::vector<statexfer::StateLayout::Field> fields{{"consumed_tokens", 8, statexfer::DType::int64}};
+  // The prefix key, whole on every rank like consumed_tokens: with speculative
+  // decoding (whose restores and commits recycle rows) or --prefix-keys; never
+  // otherwise, so that a default run's rows and bytes stay as they were.
+  if (g.positions > 0 || cfg.prefix_keys) fields.push_back({"prefix_key", 8, statexfer::DType::int64});
   if (cfg.scratch_bytes > 0) fields.push_back({"scratch", cfg.scratch_bytes, statexfer::DType::uint8});
   fields.push_back({"ssm", g.ssm.size(), statexfer::DType::uint8});
   fields.push_back({"conv", g.conv.size(), statexfer::DType::uint8});
@@ -63,6 +72,7 @@ Geometry make_geometry(const SimConfig& cfg, std::int64_t max_tokens, const Comm
   g.scratch_offset = cfg.scratch_bytes > 0 ? g.layout.region("scratch").offset : 0;
   g.ssm_offset = g.layout.region("ssm").offset;
   g.conv_offset = g.layout.region("conv").offset;
+  g.key_offset = g.layout.contains("prefix_key") ? g.layout.region("prefix_key").offset : -1;
   g.row_bytes = g.layout.row_bytes();
   g.row_copy_bytes = g.row_bytes - cfg.scratch_bytes;
   return g;

@@ -5,6 +5,7 @@
 // the caches' pages and the page tables, derived once from the configuration.
 
 #include <cstdint>
+#include <vector>
 
 #include <statexfer/layout.hpp>
 
@@ -21,9 +22,11 @@ struct Geometry {
   std::int64_t kv_planes = 0;     ///< attention planes: page bindings
   std::int64_t draft_planes = 0;  ///< draft planes: trailing bindings
   std::int64_t table_width = 0;   ///< logical pages per slot (columns of the page tables)
-  std::int64_t rows = 0;          ///< pool rows: the null row, a live row per slot, the snapshot rows
-  std::int64_t pages = 0;         ///< physical pages per cache
-  std::int64_t host_rows = 0;     ///< host-tier rows: its null row and the host snapshot rows (0: no host tier)
+  std::int64_t rows = 0;  ///< pool rows: the null row, a live row per slot, K position rows per slot, the snapshot rows
+  std::int64_t positions = 0;  ///< K: speculative position rows per slot (0: no speculative decoding)
+  bool commit_copy = false;    ///< commits copy the accepted row into the live row (else remap)
+  std::int64_t pages = 0;      ///< physical pages per cache
+  std::int64_t host_rows = 0;  ///< host-tier rows: its null row and the host snapshot rows (0: no host tier)
 
   // This rank's shard of each generated region (global byte ranges).
   Shard ssm, conv, kv, draft;
@@ -36,9 +39,26 @@ struct Geometry {
   std::int64_t row_copy_bytes = 0;  ///< bytes a row copy moves (all but the scratch)
   std::int64_t scratch_bytes = 0;
   std::int64_t consumed_offset = 0, scratch_offset = 0, ssm_offset = 0, conv_offset = 0;
+  std::int64_t key_offset = -1;  ///< the prefix_key region (docs/CONTRACT.md §14); -1: none
 
-  std::int64_t live_row(std::int64_t slot) const { return 1 + slot; }
-  std::int64_t first_snapshot_row() const { return 1 + capacity; }
+  /// The slot's live row before any remapping commit: the scheduler's mirror of
+  /// the state rows names it afterwards (a remap swaps it with a position row).
+  std::int64_t home_row(std::int64_t slot) const { return 1 + slot; }
+  /// The slot's position row j (1..K) before any remapping commit.
+  std::int64_t position_row(std::int64_t slot, std::int64_t j) const {
+    return 1 + capacity + slot * positions + (j - 1);
+  }
+  std::int64_t first_snapshot_row() const { return 1 + capacity * (1 + positions); }
+  /// The state rows ([C, 8], row-major) the run starts with: column 0 the home
+  /// row, columns 1..K the position rows, the rest 0.
+  std::vector<std::int64_t> initial_state_rows() const {
+    std::vector<std::int64_t> rows8(static_cast<std::size_t>(capacity * 8), 0);
+    for (std::int64_t s = 0; s < capacity; ++s) {
+      rows8[static_cast<std::size_t>(s * 8)] = home_row(s);
+      for (std::int64_t j = 1; j <= positions; ++j) rows8[static_cast<std::size_t>(s * 8 + j)] = position_row(s, j);
+    }
+    return rows8;
+  }
   /// Host memory of the host tier (pinned on CUDA).
   std::int64_t host_memory_bytes() const { return host_rows * row_bytes; }
   /// Device memory of the pool and the caches.

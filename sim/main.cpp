@@ -31,6 +31,7 @@
 #include "bound.hpp"
 #include "comm.hpp"
 #include "engine.hpp"
+#include "faults.hpp"
 #include "policy.hpp"
 #include "report.hpp"
 #include "sim_config.hpp"
@@ -67,40 +68,6 @@ sim::Range parse_range(const std::string& text, const char* option) {
   return r;
 }
 
-sim::Fault parse_fault(const std::string& text) {
-  sim::Fault f;
-  try {
-    std::vector<std::string> parts;
-    for (std::size_t b = 0;;) {
-      const auto e = text.find(':', b);
-      parts.push_back(text.substr(b, e == std::string::npos ? std::string::npos : e - b));
-      if (e == std::string::npos) break;
-      b = e + 1;
-    }
-    if (parts.size() < 2 || parts.size() > 3) throw std::invalid_argument(text);
-    std::size_t used = 0;
-    f.rank = std::stoi(parts[0], &used);
-    if (used != parts[0].size()) throw std::invalid_argument(text);
-    f.step = std::stoll(parts[1], &used);
-    if (used != parts[1].size() || f.rank < 0 || f.step < 0) throw std::invalid_argument(text);
-    if (parts.size() == 3) {
-      if (parts[2] == "snapshot")
-        f.kind = sim::kind_snapshot;
-      else if (parts[2] == "restore")
-        f.kind = sim::kind_restore;
-      else if (parts[2] == "host-restore")
-        f.kind = sim::kind_restore, f.host = true;
-      else if (parts[2] != "any")
-        throw std::invalid_argument(text);
-    }
-  } catch (const std::exception&) {
-    throw CLI::ValidationError(
-        "--inject-fault",
-        "expected RANK:STEP or RANK:STEP:KIND (snapshot, restore, host-restore, any), got '" + text + "'");
-  }
-  return f;
-}
-
 std::string plot_script(const char* argv0) {
   // Beside the executable (the build copies it there), else the source tree.
   char exe[4096];
@@ -134,6 +101,7 @@ int run(int argc, char* argv[]) {
                                                        model_writes = "read";
   std::string prefix_len = "256:1024", input_len = "16:256", output_len = "8:48";
   std::vector<std::string> faults;
+  std::string commit_move = "remap";
   bool quiet = false, no_progress = false, progress_forced = false, no_graphs = false, no_combine = false,
        no_completion = false;
 
@@ -243,6 +211,26 @@ int run(int argc, char* argv[]) {
       ->capture_default_str();
   app.add_option("--max-steps", cfg.max_steps, "stop after N steps (0: run every request)")->group(sch);
 
+  auto* spd = "Speculative decoding (sim/README.md)";
+  app.add_option("--spec-tokens", cfg.spec_tokens,
+                 "drafts K a decode step verifies (1..7): K position rows per slot, the accepted one committed in "
+                 "the next batch (0: plain decoding)")
+      ->group(spd)
+      ->capture_default_str();
+  app.add_option("--accept-rate", cfg.accept_rate,
+                 "each draft is accepted with this probability until the first rejection (seeded by --seed)")
+      ->group(spd)
+      ->capture_default_str();
+  app.add_option("--commit-move", commit_move,
+                 "remap: a commit swaps the live and the accepted position row in the state rows (no bytes); "
+                 "copy: it copies the accepted row into the live row")
+      ->group(spd)
+      ->capture_default_str();
+  app.add_flag("--prefix-keys", cfg.prefix_keys,
+               "a prefix_key region in every row without --spec-tokens too: restores, offloads and onloads prove "
+               "their row's prefix (always on with --spec-tokens)")
+      ->group(spd);
+
   auto* chk = "Checking and tensor parallelism";
   app.add_flag("--verify,!--no-verify", cfg.verify,
                "check every row and saved page against the contract's oracle after every step")
@@ -254,7 +242,10 @@ int run(int argc, char* argv[]) {
   app.add_option(
          "--inject-fault", faults,
          "RANK:STEP[:KIND]: from STEP on, the first command (KIND: snapshot, restore, host-restore, any) with a "
-         "partial page finds it unmapped in RANK's page table only (repeatable)")
+         "partial page finds it unmapped in RANK's page table only; or, on RANK only, the first commit's accepted "
+         "position row at a stale endpoint (stale-position), its accepted count K + 1 (accepted-range) or another "
+         "valid count (accepted-disagree, --tp 2 or more), the first restore's row holding another prefix's key "
+         "(recycled-key) (repeatable)")
       ->group(chk);
   app.add_flag("--no-combine", no_combine, "skip the error combiner (shows why it is needed; needs --verify)")
       ->group(chk);
@@ -273,11 +264,40 @@ int run(int argc, char* argv[]) {
     syn.prefix_len = parse_range(prefix_len, "--prefix-len");
     syn.input_len = parse_range(input_len, "--input-len");
     syn.output_len = parse_range(output_len, "--output-len");
-    for (const auto& f : faults) cfg.faults.push_back(parse_fault(f));
+    for (const auto& f : faults) {
+      try {
+        cfg.faults.push_back(sim::parse_fault(f));
+      } catch (const std::invalid_argument& e) {
+        throw CLI::ValidationError("--inject-fault", e.what());
+      }
+    }
     if (cfg.tp < 1) throw CLI::ValidationError("--tp", "must be >= 1");
     if (no_combine && !cfg.verify) throw CLI::ValidationError("--no-combine", "needs --verify");
     if (model_writes != "read" && model_writes != "all")
       throw CLI::ValidationError("--model-writes", "expected read or all, got '" + model_writes + "'");
+    if (commit_move != "remap" && commit_move != "copy")
+      throw CLI::ValidationError("--commit-move", "expected remap or copy, got '" + commit_move + "'");
+    if (cfg.spec_tokens < 0 || cfg.spec_tokens > statexfer::max_speculative_positions)
+      throw CLI::ValidationError("--spec-tokens", "must be 0 (off) to " +
+                                                      std::to_string(statexfer::max_speculative_positions) +
+                                                      " (the free columns of the [C, 8] state rows)");
+    if (!(cfg.accept_rate >= 0 && cfg.accept_rate <= 1))
+      throw CLI::ValidationError("--accept-rate", "must be in [0, 1]");
+    for (const auto& f : cfg.faults) {
+      const bool commit = f.type == sim::FaultType::stale_position || f.type == sim::FaultType::accepted_range ||
+                          f.type == sim::FaultType::accepted_disagree;
+      if (commit && cfg.spec_tokens == 0)
+        throw CLI::ValidationError("--inject-fault", sim::fault_kind_name(f) + " needs --spec-tokens");
+      if (f.type == sim::FaultType::recycled_key && cfg.spec_tokens == 0 && !cfg.prefix_keys)
+        throw CLI::ValidationError("--inject-fault", "recycled-key needs prefix keys (--spec-tokens or --prefix-keys)");
+      // One rank's accepted count is the acceptance: a different valid count is
+      // a different acceptance, which applies (the position row holds the state
+      // at that endpoint too); only ranks that read different counts disagree.
+      if (f.type == sim::FaultType::accepted_disagree && cfg.tp < 2)
+        throw CLI::ValidationError("--inject-fault",
+                                   "accepted-disagree needs --tp 2 or more: with one rank a different count is "
+                                   "simply the acceptance, and it commits");
+    }
     try {
       cfg.policy = sim::SnapshotPolicy::parse(policy);
       if (!model_name.empty()) {
@@ -295,6 +315,8 @@ int run(int argc, char* argv[]) {
     return app.exit(e) == 0 ? 0 : 2;  // --help: 0; bad arguments: 2
   }
   cfg.model_writes_all = model_writes == "all";
+  cfg.commit_copy = commit_move == "copy";
+  cfg.accept_seed = syn.seed;
   cfg.graphs = !no_graphs;
   cfg.combine = !no_combine;
   cfg.completion_snapshots = !no_completion;
@@ -379,7 +401,10 @@ int run(int argc, char* argv[]) {
     std::fprintf(stderr, "statexfer-sim: %lld restored tokens exceed the attention-only bound of %lld\n",
                  static_cast<long long>(stats.restored_tokens), static_cast<long long>(bound.unbounded_tokens));
   const bool ok_here = stats.verify_ok && stats.cross_rank_ok && stats.faults_missed == 0 &&
-                       stats.fault_commands_refused == stats.faults_injected && within_bound;
+                       stats.faults_refused == stats.faults_injected && within_bound;
+  if (root && stats.faults_refused != stats.faults_injected)
+    std::fprintf(stderr, "statexfer-sim: %lld injected fault(s) were not refused on every rank\n",
+                 static_cast<long long>(stats.faults_injected - stats.faults_refused));
   const bool ok = comm.min(ok_here ? 1 : 0) == 1;
   if (!stats.verify_ok && !root) std::fprintf(stderr, "statexfer-sim: %s\n", stats.verify_message.c_str());
   if (root) {

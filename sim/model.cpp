@@ -44,16 +44,32 @@ void Model::fill(std::int64_t offset, std::uint64_t seed, std::int64_t lo, std::
   }
 }
 
-void Model::write_row(std::int64_t slot, std::uint64_t state_seed, std::int64_t consumed) {
-  const std::int64_t base = g_.live_row(slot) * g_.row_bytes;
+void Model::write_row(std::int64_t slot, std::int64_t row, std::uint64_t state_seed, std::int64_t consumed) {
+  write_state(row, state_seed, slot);
+  stamp_consumed(row, consumed);
+  set_request_consumed(slot, consumed);
+}
+
+void Model::write_state(std::int64_t row, std::uint64_t state_seed, std::int64_t salt) {
+  const std::int64_t base = row * g_.row_bytes;
   fill(base + g_.ssm_offset, mix64(state_seed + salt_ssm), g_.ssm.lo, g_.ssm.hi);
   fill(base + g_.conv_offset, mix64(state_seed + salt_conv), g_.conv.lo, g_.conv.hi);
   state_bytes_ += g_.ssm.size() + g_.conv.size();
   if (g_.scratch_bytes > 0)
     jobs_.push_back({0, 0, base + g_.scratch_offset,
-                     mix64(step_seed_ + salt_scratch + static_cast<std::uint64_t>(slot)), 0, g_.scratch_bytes});
-  jobs_.push_back({0, 1, base + g_.consumed_offset, static_cast<std::uint64_t>(consumed), 0, 0});
+                     mix64(step_seed_ + salt_scratch + static_cast<std::uint64_t>(salt)), 0, g_.scratch_bytes});
+}
+
+void Model::stamp_consumed(std::int64_t row, std::int64_t consumed) {
+  jobs_.push_back({0, 1, row * g_.row_bytes + g_.consumed_offset, static_cast<std::uint64_t>(consumed), 0, 0});
+}
+
+void Model::set_request_consumed(std::int64_t slot, std::int64_t consumed) {
   jobs_.push_back({request_target(), 1, slot * 8, static_cast<std::uint64_t>(consumed), 0, 0});
+}
+
+void Model::set_accepted(std::int64_t slot, std::int32_t accepted) {
+  accepted_[static_cast<std::size_t>(slot)] = accepted;
 }
 
 }  // namespace statexfer::sim

@@ -3,9 +3,11 @@
 
 // The simulated model's writes of one step, as fill jobs (content.hpp): the KV
 // entries of every token a request consumes (the draft model one token behind)
-// and, once per request and step, its recurrent state and consumed tokens. The
-// bytes depend only on the token prefix, so a restored state equals a
-// recomputed one. The device runs the jobs, and the verifier's host replica too.
+// and, once per request and step, its recurrent state and consumed tokens (with
+// speculative decoding, the states after each verified position, and the
+// sampler's accepted counts). The bytes depend only on the token prefix, so a
+// restored state equals a recomputed one. The device runs the jobs, and the
+// verifier's host replica too.
 
 #include <cstdint>
 #include <vector>
@@ -21,7 +23,7 @@ inline std::uint64_t kv_seed(const PrefixKey& key) { return mix64(key.h1 + 0x51E
 
 class Model {
  public:
-  explicit Model(const Geometry& geometry) : g_(geometry) {}
+  explicit Model(const Geometry& geometry) : g_(geometry), accepted_(static_cast<std::size_t>(geometry.capacity), 0) {}
 
   /// Starts the jobs of step `step`.
   void begin_step(std::int64_t step);
@@ -31,9 +33,19 @@ class Model {
   void write_token(std::int64_t position, std::uint64_t seed, std::uint64_t previous_seed,
                    const std::vector<std::int32_t>& pages, const std::vector<std::int32_t>& draft_pages, bool kv = true,
                    bool draft = true);
-  /// The live row of `slot` after the step: recurrent state from `state_seed`,
-  /// fresh scratch, and `consumed` in the row and in the request state.
-  void write_row(std::int64_t slot, std::uint64_t state_seed, std::int64_t consumed);
+  /// The live row `row` of `slot` after the step: recurrent state from
+  /// `state_seed`, fresh scratch, and `consumed` in the row and in the request state.
+  void write_row(std::int64_t slot, std::int64_t row, std::uint64_t state_seed, std::int64_t consumed);
+  /// Pool row `row`'s recurrent state from `state_seed` and fresh scratch (`salt`: the scratch's).
+  void write_state(std::int64_t row, std::uint64_t state_seed, std::int64_t salt);
+  /// Pool row `row`'s consumed_tokens.
+  void stamp_consumed(std::int64_t row, std::int64_t consumed);
+  /// The request state's consumed tokens of `slot`.
+  void set_request_consumed(std::int64_t slot, std::int64_t consumed);
+  /// The sampler's accepted count of `slot` (uploaded with the step's jobs).
+  void set_accepted(std::int64_t slot, std::int32_t accepted);
+  /// Every slot's accepted count as the sampler left it, [capacity].
+  const std::vector<std::int32_t>& accepted() const { return accepted_; }
   /// Bytes of the recurrent state written so far (and of KV and draft entries).
   std::int64_t state_bytes_written() const { return state_bytes_; }
   std::int64_t token_bytes_written() const { return token_bytes_; }
@@ -52,6 +64,7 @@ class Model {
 
   const Geometry& g_;
   std::vector<FillJob> jobs_;
+  std::vector<std::int32_t> accepted_;
   std::uint64_t step_seed_ = 0;
   std::int64_t state_bytes_ = 0, token_bytes_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "replica.hpp"
 
+#include <cstring>
 #include <string>
 
 namespace statexfer::sim {
@@ -15,6 +16,9 @@ test::OracleGeometry oracle_geometry(const Geometry& g) {
   o.consumed_offset = g.consumed_offset;
   o.cache_pages = g.pages;
   o.host_rows = g.host_rows;
+  o.positions = g.positions;
+  o.remap = !g.commit_copy;
+  o.key_offset = g.key_offset;
   if (g.scratch_bytes > 0) o.excluded.emplace_back(g.scratch_offset, g.scratch_offset + g.scratch_bytes);
   for (std::int64_t i = 0; i < g.kv_planes; ++i)
     o.page_bindings.push_back({g.layout.region("kv" + std::to_string(i)).offset, g.kv_page_bytes});
@@ -31,18 +35,20 @@ HostReplica::HostReplica(const Geometry& geometry) : g_(geometry), oracle_(oracl
   for (std::int64_t i = 0; i < g_.kv_planes + g_.draft_planes; ++i)
     caches_.emplace_back(static_cast<std::size_t>(g_.pages * cache_page_bytes(static_cast<std::size_t>(i))), 0);
   request_consumed_.assign(static_cast<std::size_t>(g_.capacity), 0);
-  state_rows_.resize(static_cast<std::size_t>(g_.capacity));
-  for (std::int64_t s = 0; s < g_.capacity; ++s) state_rows_[static_cast<std::size_t>(s)] = g_.live_row(s);
+  state_rows_ = g_.initial_state_rows();
+  accepted_.assign(static_cast<std::size_t>(g_.capacity), 0);
 }
 
-test::OracleMemory HostReplica::memory(const std::int32_t* tables, const std::int32_t* draft_tables) {
+test::OracleMemory HostReplica::memory(const std::int32_t* tables, const std::int32_t* draft_tables,
+                                       const std::int32_t* accepted) {
   test::OracleMemory m;
   m.pool = pool_.data();
   for (auto& c : caches_) m.caches.push_back(c.data());
   m.tables = tables;
   m.trailing_tables = g_.draft_planes > 0 ? draft_tables : nullptr;
   m.state_rows = state_rows_.data();
-  m.state_rows_stride = 1;
+  m.state_rows_stride = 8;
+  m.accepted = accepted != nullptr ? accepted : accepted_.data();
   m.request_consumed = request_consumed_.data();
   m.request_stride = 1;
   m.memory_capacity[0] = g_.rows;  // the pool's own memory capacity: every row, every page
@@ -62,6 +68,16 @@ void HostReplica::run_jobs(const std::vector<FillJob>& jobs) {
       for (std::int64_t k = 0; k < words; ++k) fill_word(base, j, k);
     }
   }
+}
+
+std::int64_t HostReplica::word(bool host, std::int64_t row, std::int64_t offset) const {
+  std::int64_t v;
+  std::memcpy(&v, (host ? host_ : pool_).data() + row * g_.row_bytes + offset, sizeof v);
+  return v;
+}
+
+void HostReplica::set_word(bool host, std::int64_t row, std::int64_t offset, std::int64_t value) {
+  std::memcpy((host ? host_ : pool_).data() + row * g_.row_bytes + offset, &value, sizeof value);
 }
 
 std::uint8_t* HostReplica::target(std::int32_t t) {

@@ -2,9 +2,11 @@
 #define STATEXFER_SIM_REPLICA_HPP
 
 // The host replica of one rank's state (--verify): plain host copies of the
-// pool, the host tier, the caches and the request state. Every step the verifier applies to it
-// what the device should have done: the transfer as the contract's oracle
-// (test_common/oracle.hpp) computes it, and the model's fill jobs.
+// pool, the host tier, the caches, the request state, the state rows and the
+// sampler's accepted counts. Every step the verifier applies to it what the
+// device should have done: the transfer as the contract's oracle
+// (test_common/oracle.hpp) computes it (remapping commits swap its state
+// rows), and the model's fill jobs.
 
 #include <cstdint>
 #include <vector>
@@ -21,11 +23,21 @@ class HostReplica {
   explicit HostReplica(const Geometry& geometry);
 
   const test::ContractOracle& oracle() const { return oracle_; }
-  /// The replica as the oracle reads and writes it, with these page tables ([C, W]).
-  test::OracleMemory memory(const std::int32_t* tables, const std::int32_t* draft_tables);
+  /// The replica as the oracle reads and writes it, with these page tables
+  /// ([C, W]) and accepted counts ([C]; null: the replica's own).
+  test::OracleMemory memory(const std::int32_t* tables, const std::int32_t* draft_tables,
+                            const std::int32_t* accepted = nullptr);
 
-  /// The model's writes (the same jobs the device kernel runs).
+  /// The model's writes (the same jobs the device kernel runs) and the sampler's counts.
   void run_jobs(const std::vector<FillJob>& jobs);
+  void set_accepted(const std::vector<std::int32_t>& accepted) { accepted_ = accepted; }
+  const std::vector<std::int32_t>& accepted() const { return accepted_; }
+
+  /// The state rows, [C, 8] row-major, as the oracle left them.
+  const std::vector<std::int64_t>& state_rows() const { return state_rows_; }
+  /// One int64 of a row of the pool (`host`: of the host tier) at byte `offset`.
+  std::int64_t word(bool host, std::int64_t row, std::int64_t offset) const;
+  void set_word(bool host, std::int64_t row, std::int64_t offset, std::int64_t value);
 
   const std::vector<std::uint8_t>& pool() const { return pool_; }
   /// The host tier's rows, [host rows, row bytes] (empty without one).
@@ -44,7 +56,8 @@ class HostReplica {
   std::vector<std::uint8_t> host_;
   std::vector<std::vector<std::uint8_t>> caches_;
   std::vector<std::int64_t> request_consumed_;  // column 0 of the [C, 1] request state
-  std::vector<std::int64_t> state_rows_;        // column 0 of the state rows
+  std::vector<std::int64_t> state_rows_;        // [C, 8]: live rows, position rows
+  std::vector<std::int32_t> accepted_;          // [C]
 };
 
 }  // namespace statexfer::sim

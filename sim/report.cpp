@@ -11,6 +11,7 @@
 
 #include <statexfer/commands.hpp>
 
+#include "faults.hpp"
 #include "report_format.hpp"
 
 namespace statexfer::sim {
@@ -39,6 +40,45 @@ void ProgressBar::finish() {
   std::printf("\r%*s\r", 100, "");
   std::fflush(stdout);
 }
+
+namespace {
+
+// The speculative decoding lines (--spec-tokens).
+void print_speculative(std::FILE* out, const Stats& st, const RunInfo& info) {
+  const SimConfig& c = info.config;
+  const auto applied = st.applied[kind_commit], refused = st.failed[kind_commit];
+  std::string codes;
+  for (int code = 1; code < 8; ++code)
+    if (st.commit_errors[code] > 0)
+      codes += std::string(codes.empty() ? "" : ", ") + (code < 7 ? statexfer::command_error_name(code) : "other") +
+               " " + grouped(st.commit_errors[code]);
+  std::string histogram;
+  for (std::int64_t a = 0; a <= c.spec_tokens; ++a)
+    histogram += (a > 0 ? " " : "") + grouped(st.accepted_histogram[static_cast<std::size_t>(a)]);
+  auto per = [](std::int64_t n, std::int64_t d) {
+    return d > 0 ? static_cast<double>(n) / static_cast<double>(d) : 0.0;
+  };
+  std::fprintf(out,
+               "  speculative  K = %lld drafts, accept rate %s, %s commits: %s verifies (%s drafts); commits %s "
+               "applied, %s refused%s%s%s, %s fell back to n + 1\n",
+               static_cast<long long>(c.spec_tokens), num(c.accept_rate).c_str(),
+               c.commit_copy ? "copying" : "remapping", grouped(st.verifies).c_str(),
+               grouped(st.drafted_tokens).c_str(), grouped(applied).c_str(), grouped(refused).c_str(),
+               codes.empty() ? "" : " (", codes.c_str(), codes.empty() ? "" : ")",
+               grouped(st.commit_fallbacks).c_str());
+  std::fprintf(out,
+               "               accepted drafts %s (%.2f per commit, %s of drafts; by count 0..K: %s); tokens per "
+               "step verified %.1f, committed %.1f, accepted drafts per step %.1f (per verify %.2f verified, %.2f "
+               "committed); commits moved %s (all ranks); %s verifies paused for a snapshot\n",
+               grouped(st.accepted_drafts).c_str(), per(st.accepted_drafts, applied),
+               pct(static_cast<double>(st.accepted_drafts), static_cast<double>(st.drafted_tokens)).c_str(),
+               histogram.c_str(), per(st.verified_tokens, st.steps_verifying),
+               per(st.committed_tokens, st.commit_steps), per(st.accepted_drafts, st.commit_steps),
+               per(st.verified_tokens, st.verifies), per(st.committed_tokens, applied + refused),
+               bytes(static_cast<double>(st.total_commit_bytes)).c_str(), grouped(st.verify_pauses).c_str());
+}
+
+}  // namespace
 
 void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
   const SimConfig& c = info.config;
@@ -122,15 +162,17 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                  grouped(st.host_restores).c_str(), grouped(st.host_evictions).c_str(),
                  grouped(st.host_published).c_str(), bytes(static_cast<double>(st.bytes_to_host)).c_str(),
                  bytes(static_cast<double>(st.bytes_from_host)).c_str());
-  const std::string moves = c.host_snapshot_rows > 0 ? ", offload " + grouped(st.issued[kind_offload]) + ", onload " +
-                                                           grouped(st.issued[kind_onload])
-                                                     : "";
+  std::string moves = c.host_snapshot_rows > 0 ? ", offload " + grouped(st.issued[kind_offload]) + ", onload " +
+                                                     grouped(st.issued[kind_onload])
+                                               : "";
+  if (c.spec_tokens > 0) moves += ", commit " + grouped(st.issued[kind_commit]);
   std::fprintf(out,
                "  commands     %s: snapshot %s (%s checkpoint, %s completion), restore %s, reset %s%s; %s commands/s\n",
                grouped(cmds).c_str(), grouped(st.issued[kind_snapshot]).c_str(),
                grouped(st.checkpoint_snapshots).c_str(), grouped(st.completion_snapshots).c_str(),
                grouped(st.issued[kind_restore]).c_str(), grouped(st.issued[kind_reset]).c_str(), moves.c_str(),
                grouped(std::llround(cmds / std::max(st.wall_s, 1e-9))).c_str());
+  if (c.spec_tokens > 0) print_speculative(out, st, info);
   std::string errs;
   for (int code = 0; code < 8; ++code) {
     if (st.errors[code] == 0 && code != 0) continue;
@@ -141,8 +183,15 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
   if (st.faults_injected > 0)
     std::fprintf(out, " (%s injected fault%s; %s refused on every rank, %s restores recomputed)",
                  grouped(st.faults_injected).c_str(), st.faults_injected == 1 ? "" : "s",
-                 grouped(st.fault_commands_refused).c_str(), grouped(st.restore_fallbacks).c_str());
+                 grouped(st.faults_refused).c_str(), grouped(st.restore_fallbacks).c_str());
   std::fprintf(out, "\n");
+  for (const Fault& f : info.faults)
+    if (f.injected_step >= 0)
+      std::fprintf(out, "  fault        %d:%lld:%s hit step %lld, command %lld (%s, slot %lld; %lld command%s): %s%s\n",
+                   f.rank, static_cast<long long>(f.step), fault_kind_name(f).c_str(),
+                   static_cast<long long>(f.injected_step), static_cast<long long>(f.command), hit_name(f).c_str(),
+                   static_cast<long long>(f.slot), static_cast<long long>(f.commands), f.commands == 1 ? "" : "s",
+                   statexfer::command_error_name(f.code), f.refused ? ", refused on every rank" : ", NOT refused");
   std::fprintf(out, "  bytes moved  %s (all ranks; this rank: rows %s, pages %s)\n", bytes(moved).c_str(),
                bytes(static_cast<double>(st.row_bytes_moved)).c_str(),
                bytes(static_cast<double>(st.page_bytes_moved)).c_str());

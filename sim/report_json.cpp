@@ -2,6 +2,7 @@
 
 #include <statexfer/commands.hpp>
 
+#include "faults.hpp"
 #include "report.hpp"
 #include "report_format.hpp"
 
@@ -120,7 +121,51 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
       {"reservations", st.cache_reservations},
       {"reservations_refused", st.cache_refused},
       {"released_after_failure", st.cache_releases}};
-  const bool tier = c.host_snapshot_rows > 0;
+  const bool tier = c.host_snapshot_rows > 0, spec = c.spec_tokens > 0;
+  if (spec || c.prefix_keys) j["config"]["prefix_keys"] = true;
+  if (spec) {
+    auto per = [](std::int64_t n, std::int64_t d) {
+      return d > 0 ? static_cast<double>(n) / static_cast<double>(d) : 0.0;
+    };
+    const auto applied = st.applied[kind_commit], refused = st.failed[kind_commit];
+    j["config"]["spec_tokens"] = c.spec_tokens;
+    j["config"]["accept_rate"] = c.accept_rate;
+    j["config"]["commit_move"] = c.commit_copy ? "copy" : "remap";
+    json by_code;
+    for (int code = 0; code < 8; ++code)
+      by_code[code < 7 ? statexfer::command_error_name(code) : "other"] = st.commit_errors[code];
+    json histogram = json::array();
+    for (std::int64_t a = 0; a <= c.spec_tokens; ++a)
+      histogram.push_back(st.accepted_histogram[static_cast<std::size_t>(a)]);
+    j["speculative"] = {{"spec_tokens", c.spec_tokens},
+                        {"accept_rate", c.accept_rate},
+                        {"commit_move", c.commit_copy ? "copy" : "remap"},
+                        {"verifies", st.verifies},
+                        {"steps_verifying", st.steps_verifying},
+                        {"verify_pauses", st.verify_pauses},
+                        {"commits",
+                         {{"issued", st.issued[kind_commit]},
+                          {"applied", applied},
+                          {"refused", refused},
+                          {"by_code", by_code},
+                          {"fallbacks_to_n_plus_1", st.commit_fallbacks},
+                          {"steps", st.commit_steps}}},
+                        {"accepted_drafts",
+                         {{"total", st.accepted_drafts},
+                          {"per_commit", per(st.accepted_drafts, applied)},
+                          {"per_step", per(st.accepted_drafts, st.commit_steps)},
+                          {"of_drafted", per(st.accepted_drafts, st.drafted_tokens)},
+                          {"by_count", histogram}}},
+                        {"tokens",
+                         {{"drafted", st.drafted_tokens},
+                          {"verified", st.verified_tokens},
+                          {"committed", st.committed_tokens},
+                          {"verified_per_step", per(st.verified_tokens, st.steps_verifying)},
+                          {"committed_per_step", per(st.committed_tokens, st.commit_steps)},
+                          {"verified_per_verify", per(st.verified_tokens, st.verifies)},
+                          {"committed_per_commit", per(st.committed_tokens, applied + refused)}}},
+                        {"commit_bytes", {{"this_rank", st.commit_bytes}, {"all_ranks", st.total_commit_bytes}}}};
+  }
   if (tier) {
     j["config"]["host_snapshot_rows"] = c.host_snapshot_rows;
     j["host_tier"] = {{"rows", c.host_snapshot_rows},
@@ -138,8 +183,9 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
                       {"this_rank_bytes_host_to_device", st.bytes_from_host}};
   }
   json kinds;
-  for (int k = 0; k < (tier ? kind_count : 3); ++k)
-    kinds[kind_name(k)] = {{"issued", st.issued[k]}, {"applied", st.applied[k]}, {"failed", st.failed[k]}};
+  for (int k = 0; k < kind_count; ++k)
+    if (k < 3 || (tier && k < kind_commit) || (spec && k == kind_commit))
+      kinds[kind_name(k)] = {{"issued", st.issued[k]}, {"applied", st.applied[k]}, {"failed", st.failed[k]}};
   j["commands"] = {{"total", cmds},
                    {"by_kind", kinds},
                    {"checkpoint_snapshots", st.checkpoint_snapshots},
@@ -153,12 +199,18 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
   for (const Fault& f : info.faults)
     faults.push_back({{"rank", f.rank},
                       {"from_step", f.step},
-                      {"kind", f.kind < 0 ? "any" : kind_name(f.kind)},
+                      {"kind", fault_kind_name(f)},
                       {"injected_step", f.injected_step},
-                      {"command", f.command}});
+                      {"command", f.command},
+                      {"command_kind", hit_name(f)},
+                      {"slot", f.slot},
+                      {"commands", f.commands},
+                      {"code", f.code},
+                      {"code_name", f.code < 0 ? "not injected" : statexfer::command_error_name(f.code)},
+                      {"refused", f.refused}});
   j["faults"] = {{"requested", faults},
                  {"injected", st.faults_injected},
-                 {"refused_on_every_rank", st.fault_commands_refused},
+                 {"refused_on_every_rank", st.faults_refused},
                  {"missed", st.faults_missed}};
   j["bytes_moved"] = {{"all_ranks", st.total_bytes_moved},
                       {"this_rank_rows", st.row_bytes_moved},

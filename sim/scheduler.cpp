@@ -7,6 +7,8 @@
 
 #include <statexfer/commands.hpp>
 
+#include "speculative.hpp"
+
 namespace statexfer::sim {
 
 Scheduler::Scheduler(const SimConfig& cfg, const Workload& workload, const Geometry& geometry)
@@ -20,6 +22,7 @@ Scheduler::Scheduler(const SimConfig& cfg, const Workload& workload, const Geome
   tables_.assign(static_cast<std::size_t>(C * g_.table_width), -1);
   draft_tables_.assign(static_cast<std::size_t>(C * g_.table_width), -1);
   cache_ = PrefixCache(g_.first_snapshot_row(), g_.snapshot_rows, cfg_.host_snapshot_rows);
+  rows_ = g_.initial_state_rows();
   for (std::int64_t p = g_.pages - 1; p >= 0; --p) free_pages_.push_back(static_cast<std::int32_t>(p));
   free_draft_pages_ = free_pages_;  // draft pages in another (fixed) order than the KV pages
   std::shuffle(free_draft_pages_.begin(), free_draft_pages_.end(), std::mt19937_64(0x5EEDULL));
@@ -51,14 +54,21 @@ const Batch& Scheduler::plan_batch() {
   for (std::int64_t s = 0; s < C; ++s) {
     const Slot& sl = slots_[s];
     if (!sl.snapshot || !cache_.ready(sl.snapshot->row)) continue;  // its row's demotion applies first
-    batch_.push_back({{s, g_.live_row(s), sl.snapshot->row, 0, sl.consumed}, kind_snapshot, s});
+    batch_.push_back(
+        {{s, live_row(s), sl.snapshot->row, 0, sl.consumed, command_key(sl.snapshot->key)}, kind_snapshot, s});
     (sl.snapshot->completion ? counts_.completion_snapshots : counts_.checkpoint_snapshots)++;
   }
   for (std::int64_t s = 0; s < C; ++s)
     if (slots_[s].phase == Slot::needs_reset) {
-      batch_.push_back({{s, -1, g_.live_row(s), 1, 0}, kind_reset, s});
+      batch_.push_back({{s, -1, live_row(s), 1, 0}, kind_reset, s});
       slots_[s].phase = Slot::reset;
     }
+  // The commits of the last step's verifies: the same command whatever the
+  // sampler accepted (the device picks the position row), never beside a
+  // snapshot of the same slot (advance_requests() decides one or the other).
+  for (std::int64_t s = 0; s < C; ++s)
+    if (const auto& v = slots_[s].verify)
+      batch_.push_back({{s, -1, -1, statexfer::op_commit, v->end}, kind_commit, s, v->drafts, v->accepted});
   // Moves in the room the admissions leave (one command per free slot at most).
   std::int64_t room = C - static_cast<std::int64_t>(batch_.size());
   std::int64_t free_slots = 0;
@@ -67,9 +77,10 @@ const Batch& Scheduler::plan_batch() {
   moves_ = cache_.take_moves(room);
   for (std::size_t i = 0; i < moves_.size(); ++i) {
     const PrefixCache::Move& m = moves_[i];
-    batch_.push_back({{-1, m.src, m.dst, m.offload ? statexfer::op_offload : statexfer::op_onload, m.key.len},
-                      m.offload ? kind_offload : kind_onload,
-                      static_cast<std::int64_t>(i)});
+    batch_.push_back(
+        {{-1, m.src, m.dst, m.offload ? statexfer::op_offload : statexfer::op_onload, m.key.len, command_key(m.key)},
+         m.offload ? kind_offload : kind_onload,
+         static_cast<std::int64_t>(i)});
   }
   // Nothing in flight and the next request still to come: the clock jumps to its arrival.
   if (free_slots == C && !queue_.empty()) now_ms_ = std::max(now_ms_, arrival(queue_.front()));
@@ -130,14 +141,14 @@ bool Scheduler::admit(std::int64_t s) {
         sl.restore_stream.advance(sl.restore_end);
         // A host entry is restored from its host row directly (prefix_cache.hpp says why).
         const std::int32_t op = found->host ? statexfer::op_restore_from_host : statexfer::op_copy;
-        batch_.push_back({{s, found->row, g_.live_row(s), op, sl.restore_end}, kind_restore, s});
+        batch_.push_back({{s, found->row, live_row(s), op, sl.restore_end, command_key(keys[i])}, kind_restore, s});
         counts_.hits++;
         (found->host ? counts_.host_hits : counts_.device_hits)++;
         return true;
       }
     }
     sl.phase = Slot::reset;
-    batch_.push_back({{s, -1, g_.live_row(s), 1, 0}, kind_reset, s});
+    batch_.push_back({{s, -1, live_row(s), 1, 0}, kind_reset, s});
     counts_.misses++;
     return true;
   }
@@ -197,6 +208,7 @@ void Scheduler::take_results(const std::vector<std::int32_t>& codes) {
           sl.phase = Slot::needs_reset;
         }
         break;
+      case kind_commit: committed(b.slot, ok); break;
     }
   }
 }
@@ -259,6 +271,10 @@ void Scheduler::advance_requests(Model& model) {
       const RequestSpec& spec = w_.requests[static_cast<std::size_t>(sl.request)];
       const bool decoding = sl.consumed >= spec.prompt_len;
       if (decoding != (pass == 0)) continue;
+      if (decoding && g_.positions > 0) {
+        budget -= speculate(s, budget, model, finished);
+        continue;
+      }
       const std::int64_t want = decoding ? 1 : std::min({cfg_.chunk, budget, spec.prompt_len - sl.consumed});
       budget -= advance(s, want, model);
       if (sl.consumed == spec.total_len) {
@@ -279,7 +295,7 @@ void Scheduler::advance_requests(Model& model) {
       // only where a snapshot reads it next (or always, --model-writes all). No
       // other command reads a live row or a request's consumed tokens (a restore
       // checks its source row's, a reset writes the row).
-      if (cfg_.model_writes_all || sl.snapshot) model.write_row(s, sl.stream.state_seed(), sl.consumed);
+      if (cfg_.model_writes_all || sl.snapshot) model.write_row(s, live_row(s), sl.stream.state_seed(), sl.consumed);
     }
   }
   rotate_ = (rotate_ + 1) % C;

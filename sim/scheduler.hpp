@@ -4,10 +4,12 @@
 // Scheduling and page allocation: request slots, admission (first come, first
 // served once arrived, a request after its parent), KV and draft pages
 // allocated for a request's whole length, the prefix cache and the snapshot
-// policy, each step's batch of snapshots, restores and resets, what their codes
-// mean for the requests, which requests the model advances within the step's
-// token budget, and the simulated clock.
+// policy, each step's batch of snapshots, restores, resets and (speculative
+// decoding) commits, what their codes mean for the requests, which requests the
+// model advances within the step's token budget, the host's mirror of the
+// state rows, and the simulated clock.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -28,6 +30,13 @@ struct SchedulerCounts {
   std::int64_t device_hits = 0, host_hits = 0;  ///< hits by the tier that served them
   std::int64_t prompt_tokens = 0, restored_tokens = 0, prefill_tokens = 0, decode_tokens = 0;
   std::int64_t checkpoint_snapshots = 0, completion_snapshots = 0, restore_fallbacks = 0;
+  // Speculative decoding: verify steps of requests, the drafts they ran, the
+  // tokens they verified (1 + drafts each) and committed (1 + accepted, or 1
+  // when the commit was refused), the drafts accepted by applied commits,
+  // refused commits, and verifies paused for a snapshot at a committed endpoint.
+  std::int64_t verifies = 0, drafted_tokens = 0, verified_tokens = 0, committed_tokens = 0, accepted_drafts = 0;
+  std::int64_t commit_fallbacks = 0, verify_pauses = 0;
+  std::array<std::int64_t, 8> accepted_histogram{};  ///< applied commits by accepted count 0..7
 };
 
 class Scheduler {
@@ -35,11 +44,13 @@ class Scheduler {
   Scheduler(const SimConfig& cfg, const Workload& workload, const Geometry& geometry);
 
   /// This step's commands: the snapshots the last model step planned (once
-  /// their row is ready), resets of requests whose restore failed, the prefix
-  /// cache's moves between tiers, then admissions while slots and pages last.
+  /// their row is ready), resets of requests whose restore failed, the commits
+  /// of the last step's verifies, the prefix cache's moves between tiers, then
+  /// admissions while slots and pages last.
   const Batch& plan_batch();
   /// The batch's codes (combined over the ranks): publish or release snapshot
-  /// rows, start restored or reset requests, retry failed ones from the start.
+  /// rows, start restored or reset requests, retry failed ones from the start,
+  /// advance committed requests (and follow remapping commits in the mirror).
   void take_results(const std::vector<std::int32_t>& codes);
   /// Advances the running requests (decode first, then prefill chunks) within
   /// the step's token budget; `model` gets what they compute (with
@@ -60,6 +71,12 @@ class Scheduler {
     return out;
   }
 
+  /// The host's mirror of the state rows, [capacity, 8] row-major: column 0
+  /// each slot's live row (a remapping commit swaps it with a position row),
+  /// columns 1..K its position rows. Every command names live rows from here.
+  const std::vector<std::int64_t>& state_rows() const { return rows_; }
+  std::int64_t live_row(std::int64_t slot) const { return rows_[static_cast<std::size_t>(slot * 8)]; }
+
   const SchedulerCounts& counts() const { return counts_; }
   const PrefixCache& prefix_cache() const { return cache_; }
   /// Simulated milliseconds since the start.
@@ -73,6 +90,12 @@ class Scheduler {
     std::int64_t row = -1;
     bool completion = false;
   };
+  /// A verify step whose commit is in the next batch: the live row's endpoint
+  /// after it (n + 1), its drafts and the sampler's accepted count.
+  struct Verify {
+    std::int64_t end = 0;
+    std::int32_t drafts = 0, accepted = 0;
+  };
   struct Slot {
     enum Phase { free, restore, reset, running, drain, needs_reset };
     Phase phase = free;
@@ -82,6 +105,7 @@ class Scheduler {
     TokenStream restore_stream;
     std::int64_t restore_end = 0;
     std::optional<Pending> snapshot;
+    std::optional<Verify> verify;
     std::vector<std::int32_t> pages, draft_pages;
     RequestPoints points;
     std::size_t next_point = 0;  // the first snapshot point past `consumed`
@@ -92,6 +116,11 @@ class Scheduler {
   bool admit(std::int64_t slot);
   std::int64_t advance(std::int64_t slot, std::int64_t tokens, Model& model);
   void finish_request(std::int64_t slot);
+  // Speculative decoding (speculate.cpp): one request's step at a committed
+  // endpoint (a snapshot, its completion, or a verify); a commit's result.
+  std::int64_t speculate(std::int64_t slot, std::int64_t budget, Model& model, std::vector<std::int64_t>& finished);
+  void verify(std::int64_t slot, std::int64_t end_point, bool point, std::int64_t budget, Model& model);
+  void committed(std::int64_t slot, bool ok);
   void table_changed(std::int64_t slot);
 
   const SimConfig& cfg_;
@@ -100,6 +129,7 @@ class Scheduler {
   std::vector<Slot> slots_;
   Batch batch_;
   std::vector<PrefixCache::Move> moves_;  // this step's offloads and onloads
+  std::vector<std::int64_t> rows_;        // the state rows' mirror, [C, 8]
   std::deque<std::int64_t> queue_;
   std::vector<char> done_;
   PrefixCache cache_;

@@ -11,17 +11,34 @@
 
 namespace statexfer::sim {
 
-/// --inject-fault RANK:STEP[:KIND]: from step STEP on, the first command (of
-/// KIND: snapshot or restore, any by default; host-restore: a restore from the
-/// host tier) with a partial page finds that page unmapped in rank RANK's page
-/// table (rank-local).
+/// What an injected fault does on its rank (faults.hpp says which command each takes).
+enum class FaultType {
+  page,               ///< a command's partial page unmapped in the page table (code 6)
+  stale_position,     ///< a commit's accepted position row left at another endpoint (code 3)
+  accepted_range,     ///< the sampler writes K + 1 as a commit's accepted count (code 2)
+  accepted_disagree,  ///< the sampler writes another valid count (code 3 through the combiner)
+  recycled_key,       ///< a restore's source row holds another prefix's key (code 3)
+};
+
+/// --inject-fault RANK:STEP[:KIND]: from step STEP on, the first command of
+/// its kind that the fault can take finds, on rank RANK only, its partial page
+/// unmapped (KIND snapshot, restore, host-restore (a restore from the host
+/// tier), any: the default), or (speculative decoding, prefix keys) a stale
+/// position row, a bad accepted count, or a recycled source row.
 struct Fault {
   int rank = 0;
   std::int64_t step = 0;
-  int kind = -1;                    ///< kind_snapshot, kind_restore, or -1: any
-  bool host = false;                ///< only restores from the host tier (operation 4), else operation 0 only
+  int kind = -1;      ///< page faults: kind_snapshot, kind_restore, or -1: any
+  bool host = false;  ///< page faults: only restores from the host tier (operation 4), else operation 0
+  FaultType type = FaultType::page;
   std::int64_t injected_step = -1;  ///< the step it hit (-1: not yet)
-  std::int64_t command = -1;        ///< the command row it hit
+  std::int64_t command = -1;        ///< the (first) command row it hit
+  int hit_kind = -1;                ///< its Kind (batch.hpp)
+  std::int32_t op = -1;             ///< its operation
+  std::int64_t slot = -1;           ///< its request slot (-1: a tier move)
+  std::int64_t commands = 0;        ///< command rows it hit (a recycled row: every reader of it)
+  std::int32_t code = -1;           ///< the combined code of the command it hit
+  bool refused = false;             ///< every command it hit was refused (on every rank)
 };
 
 struct SimConfig {
@@ -37,6 +54,12 @@ struct SimConfig {
   std::int64_t draft_token_bytes = 64;
   std::int64_t scratch_bytes = 64;  ///< excluded region (engine scratch, never copied)
   std::int64_t pages = 0;           ///< physical pages per cache; 0: capacity x page-table width
+  // Speculative decoding (--spec-tokens K > 0, sim/README.md "Speculative decoding").
+  std::int64_t spec_tokens = 0;   ///< K: drafts a decode step verifies (0: plain decoding, 1..7)
+  double accept_rate = 0.7;       ///< each draft accepted with this probability until the first rejection
+  std::uint64_t accept_seed = 1;  ///< the acceptance model's seed (--seed)
+  bool commit_copy = false;       ///< --commit-move copy (default remap)
+  bool prefix_keys = false;       ///< a prefix_key region without speculative decoding (always with it)
   // Scheduling.
   std::int64_t chunk = 512;         ///< prefill tokens per request and step
   std::int64_t step_tokens = 8192;  ///< tokens per step over all requests

@@ -17,7 +17,7 @@ struct Stats {
   std::int64_t hits = 0, misses = 0, restored_tokens = 0, prompt_tokens = 0;
   std::int64_t prefill_tokens = 0, decode_tokens = 0;
   // Commands.
-  std::array<std::int64_t, 5> issued{}, applied{}, failed{};  ///< by Kind (batch.hpp)
+  std::array<std::int64_t, 6> issued{}, applied{}, failed{};  ///< by Kind (batch.hpp)
   std::int64_t checkpoint_snapshots = 0, completion_snapshots = 0, restore_fallbacks = 0;
   std::array<std::int64_t, 8> errors{};                    ///< by combined code 0..6; 7: other
   std::int64_t row_bytes_moved = 0, page_bytes_moved = 0;  ///< this rank's shard
@@ -31,8 +31,17 @@ struct Stats {
   std::int64_t device_hits = 0, host_hits = 0, host_restores = 0;
   std::int64_t demotions = 0, promotions = 0, host_evictions = 0, host_published = 0;
   std::int64_t bytes_to_host = 0, bytes_from_host = 0;
-  // Faults.
-  std::int64_t faults_injected = 0, fault_commands_refused = 0, faults_missed = 0;
+  // Speculative decoding (--spec-tokens): commits by combined code, the steps
+  // whose batch held commits, the scheduler's verify counts (scheduler.hpp),
+  // and the bytes applied commits moved (this rank, all ranks: 0 with the remap).
+  std::array<std::int64_t, 8> commit_errors{};
+  std::int64_t commit_steps = 0, steps_verifying = 0;  ///< steps with commits in their batch, steps that verified
+  std::int64_t verifies = 0, drafted_tokens = 0, verified_tokens = 0, committed_tokens = 0, accepted_drafts = 0;
+  std::int64_t commit_fallbacks = 0, verify_pauses = 0;
+  std::array<std::int64_t, 8> accepted_histogram{};
+  std::int64_t commit_bytes = 0, total_commit_bytes = 0;
+  // Faults (faults_refused: injected faults whose every command was refused on every rank).
+  std::int64_t faults_injected = 0, faults_refused = 0, faults_missed = 0;
   // Verification.
   std::int64_t verify_steps = 0, verify_full = 0;
   bool verify_ok = true;

@@ -2,13 +2,16 @@
 #define STATEXFER_SIM_VERIFIER_HPP
 
 // --verify: after every transfer, the codes the ranks must hold (the contract's
-// oracle on each rank's view of the page tables, combined) against the device's,
-// then the oracle's writes and the model's on the host replica, and the device's
-// request state, every row range of the pool and the host tier that a command
-// or the model wrote (or was to write) and every cache page written since the
-// last comparison, byte for byte; the whole pool, host tier and caches every
-// --verify-full-every steps and at the end (rows of tens of MiB make a whole
-// comparison per step the run's cost).
+// oracle on each rank's view, its faults included, combined as the error
+// combiner does, commits whose ranks read different accepted counts refused)
+// against the device's, and the accepted counts validate() read for commits;
+// then the oracle's writes and the model's on the host replica, and the
+// device's request state, state rows, every row range of the pool and the host
+// tier that a command or the model wrote (or was to write) and every cache page
+// written since the last comparison, byte for byte; the whole pool, host tier
+// and caches every --verify-full-every steps and at the end (rows of tens of
+// MiB make a whole comparison per step the run's cost). The scheduler's mirror
+// of the state rows is held against the replica's after it took the codes.
 
 #include <Kokkos_Core.hpp>
 
@@ -37,31 +40,57 @@ class Verifier {
   Verifier(const SimConfig& cfg, const Geometry& geometry, const Comm& comm, const DeviceState<Exec>& device)
       : cfg_(cfg), g_(geometry), comm_(comm), device_(device), replica_(geometry) {}
 
-  /// The transfer of step `step`: `codes` are the device's (combined) codes of `batch`.
+  /// The transfer of step `step`: `codes` are the device's (combined) codes of
+  /// `batch`, `positions` its commit_positions (this rank's).
   void check_transfer(std::int64_t step, const Batch& batch, const std::vector<std::int32_t>& codes,
-                      const StepFaults& faults, const std::vector<std::int32_t>& tables,
-                      const std::vector<std::int32_t>& draft_tables) {
+                      const std::vector<std::int32_t>& positions, const StepFaults& faults,
+                      const std::vector<std::int32_t>& tables, const std::vector<std::int32_t>& draft_tables) {
     step_ = step;
-    const std::vector<std::int32_t> expected = expected_codes(batch, faults, tables, draft_tables);
+    std::vector<std::int32_t> mine;
+    const std::vector<std::int32_t> expected = expected_codes(batch, faults, tables, draft_tables, mine);
     check_codes(batch, codes, expected, faults);
+    for (std::size_t i = 0; i < batch.size() && ok_ && g_.positions > 0; ++i)
+      if (positions[i] != mine[i])
+        fail("command " + std::to_string(i) + " (" + kind_name(batch[i].kind) + ", slot " +
+             std::to_string(batch[i].cmd.slot) + "): the device read accepted count " + std::to_string(positions[i]) +
+             ", the oracle " + std::to_string(mine[i]));
     const OracleBatch commands(batch);
+    for (const BatchEntry& b : batch) {  // the rows every command writes if it applies (and must not otherwise)
+      if (b.cmd.dst >= 0) dirty_rows_.push_back({b.cmd.op == statexfer::op_offload, b.cmd.dst, 0, g_.row_bytes});
+      if (b.cmd.op == statexfer::op_commit)  // a copying commit writes the slot's live row
+        dirty_rows_.push_back(
+            {false, replica_.state_rows()[static_cast<std::size_t>(b.cmd.slot * 8)], 0, g_.row_bytes});
+    }
     test::OracleMemory memory = replica_.memory(tables.data(), draft_tables.data());
     std::vector<test::CachePage> written;
     replica_.oracle().apply(commands.view, expected, memory, &written);
     dirty_.insert(dirty_.end(), written.begin(), written.end());
-    for (const BatchEntry& b : batch)  // the rows every command writes if it applies (and must not otherwise)
-      if (b.cmd.dst >= 0) dirty_rows_.push_back({b.cmd.op == statexfer::op_offload, b.cmd.dst, 0, g_.row_bytes});
     const bool full = cfg_.verify_full_every > 0 && (step + 1) % cfg_.verify_full_every == 0;
     compare_pool(full);
+    compare_state_rows();
     compare_dirty_pages();
     if (full) compare_caches();
     steps_checked_++;
     if (comm_.distributed() && comm_.min(ok_ ? 1 : 0) == 0 && ok_) fail("stopped: another rank's comparison failed");
   }
 
-  /// The model's writes of this step, on the replica.
-  void run_model(const std::vector<FillJob>& jobs) {
+  /// The scheduler's mirror of the state rows ([C, 8]) after it took the codes:
+  /// the rows it names in its commands and the model's writes.
+  void check_mirror(const std::vector<std::int64_t>& mirror) {
+    if (g_.positions == 0 || !ok_) return;
+    const auto& want = replica_.state_rows();
+    for (std::size_t i = 0; i < want.size(); ++i)
+      if (mirror[i] != want[i]) {
+        fail("the scheduler's state row [" + std::to_string(i / 8) + "][" + std::to_string(i % 8) + "] is " +
+             std::to_string(mirror[i]) + ", the oracle's " + std::to_string(want[i]));
+        return;
+      }
+  }
+
+  /// The model's writes of this step and the sampler's counts, on the replica.
+  void run_model(const std::vector<FillJob>& jobs, const std::vector<std::int32_t>& accepted) {
     replica_.run_jobs(jobs);
+    replica_.set_accepted(accepted);
     const std::int64_t A = g_.kv_planes, D = g_.draft_planes, RB = g_.row_bytes;
     for (const FillJob& j : jobs) {
       if (j.target >= 1 && j.target <= A + D)
@@ -92,7 +121,7 @@ class Verifier {
  private:
   // The batch as the oracle's command arrays (rows past the batch: unused).
   struct OracleBatch {
-    std::vector<std::int64_t> slot, src, dst, end;
+    std::vector<std::int64_t> slot, src, dst, end, key;
     std::vector<std::int32_t> op;
     test::OracleCommands view;
     explicit OracleBatch(const Batch& batch) {
@@ -102,8 +131,10 @@ class Verifier {
         dst.push_back(b.cmd.dst);
         op.push_back(b.cmd.op);
         end.push_back(b.cmd.end);
+        key.push_back(b.cmd.key);
       }
-      view = {slot.data(), src.data(), dst.data(), op.data(), end.data(), static_cast<std::int32_t>(batch.size())};
+      view = {slot.data(), src.data(), dst.data(), op.data(), end.data(), static_cast<std::int32_t>(batch.size()),
+              key.data()};
     }
   };
 
@@ -113,35 +144,56 @@ class Verifier {
     message_ = "rank " + std::to_string(comm_.rank) + ", step " + std::to_string(step_) + ": " + what;
   }
 
-  // The combination of the codes of every rank's view of the page tables: the
-  // faulted ranks see their faulted pages unmapped.
+  // The combination of the codes of every rank's view (its faults' changes
+  // made for the oracle's validation and undone after it), as the error
+  // combiner computes it: code 3 joins a commit whose ranks read different
+  // accepted counts. `mine`: this rank's commit_positions.
   std::vector<std::int32_t> expected_codes(const Batch& batch, const StepFaults& faults,
                                            const std::vector<std::int32_t>& tables,
-                                           const std::vector<std::int32_t>& draft_tables) {
+                                           const std::vector<std::int32_t>& draft_tables,
+                                           std::vector<std::int32_t>& mine) {
     const OracleBatch commands(batch);
     const auto count = batch.size();
     std::vector<int> faulted_ranks;
-    for (const auto& f : faults.commands)
-      if (std::find(faulted_ranks.begin(), faulted_ranks.end(), f.first) == faulted_ranks.end())
-        faulted_ranks.push_back(f.first);
-    std::vector<std::int32_t> expected(count, 0);
+    for (const FaultPatch& p : faults.patches)
+      if (std::find(faulted_ranks.begin(), faulted_ranks.end(), p.rank) == faulted_ranks.end())
+        faulted_ranks.push_back(p.rank);
+    const bool me_faulted = std::find(faulted_ranks.begin(), faulted_ranks.end(), comm_.rank) != faulted_ranks.end();
+    std::vector<std::int32_t> expected(count, 0), first_positions;
+    std::vector<char> disagree(count, 0);
     bool first = true;
-    auto fold = [&](const std::vector<std::int32_t>& table_view) {
-      const std::vector<std::int32_t> v =
-          replica_.oracle().validate(commands.view, replica_.memory(table_view.data(), draft_tables.data()));
-      for (std::size_t i = 0; i < count; ++i)
+    auto fold = [&](int rank) {  // -1: a rank without faults
+      std::vector<std::int32_t> t = tables, accepted = replica_.accepted();
+      std::vector<std::pair<const FaultPatch*, std::int64_t>> words;  // patched words and their replica values
+      for (const FaultPatch& p : faults.patches) {
+        if (p.rank != rank) continue;
+        if (p.target == FaultPatch::page) {
+          t[static_cast<std::size_t>(p.index * g_.table_width + p.at)] = static_cast<std::int32_t>(p.value);
+        } else if (p.target == FaultPatch::accepted) {
+          accepted[static_cast<std::size_t>(p.index)] = static_cast<std::int32_t>(p.value);
+        } else {
+          const bool host = p.target == FaultPatch::host_word;
+          words.emplace_back(&p, replica_.word(host, p.index, p.at));
+          replica_.set_word(host, p.index, p.at, p.value);
+        }
+      }
+      std::vector<std::int32_t> positions;
+      const std::vector<std::int32_t> v = replica_.oracle().validate(
+          commands.view, replica_.memory(t.data(), draft_tables.data(), accepted.data()), &positions);
+      for (auto it = words.rbegin(); it != words.rend(); ++it)
+        replica_.set_word(it->first->target == FaultPatch::host_word, it->first->index, it->first->at, it->second);
+      for (std::size_t i = 0; i < count; ++i) {
         expected[i] = first ? v[i] : statexfer::combine_error_codes(expected[i], v[i]);
+        if (!first && positions[i] != first_positions[i]) disagree[i] = 1;
+      }
+      if (first) first_positions = positions;
+      if (rank == comm_.rank || (rank < 0 && !me_faulted)) mine = positions;
       first = false;
     };
-    if (static_cast<int>(faulted_ranks.size()) < comm_.size) fold(tables);
-    for (int r : faulted_ranks) {
-      std::vector<std::int32_t> t = tables;
-      for (const auto& f : faults.commands) {
-        const Command& c = batch[static_cast<std::size_t>(f.second)].cmd;
-        if (f.first == r) t[static_cast<std::size_t>(c.slot * g_.table_width + c.end / g_.page_tokens)] = -1;
-      }
-      fold(t);
-    }
+    if (static_cast<int>(faulted_ranks.size()) < comm_.size) fold(-1);
+    for (int r : faulted_ranks) fold(r);
+    for (std::size_t i = 0; i < count; ++i)
+      if (disagree[i]) expected[i] = statexfer::combine_error_codes(expected[i], 3);
     return expected;
   }
 
@@ -157,7 +209,7 @@ class Verifier {
            statexfer::command_error_name(expected[i]) + ")");
     }
     for (std::size_t i = 0; i < count; ++i)
-      if (expected[i] != 0 && !faults.hits(static_cast<std::int64_t>(i)))
+      if (expected[i] != 0 && !faults.hit(static_cast<std::int64_t>(i)))
         fail("command " + std::to_string(i) + " was refused with code " + std::to_string(expected[i]) +
              " although the scheduler built it valid");
     // Every rank must hold the same codes.
@@ -238,6 +290,19 @@ class Verifier {
              ", oracle " + std::to_string(expected[static_cast<std::size_t>(slot)]));
         return;
       }
+  }
+
+  void compare_state_rows() {
+    if (g_.positions == 0 || !ok_) return;
+    auto rows = host_copy(device_.state_rows());
+    const auto& want = replica_.state_rows();
+    for (std::int64_t s = 0; s < g_.capacity; ++s)
+      for (std::int64_t j = 0; j < 8; ++j)
+        if (rows(s, j) != want[static_cast<std::size_t>(s * 8 + j)]) {
+          fail("state row [" + std::to_string(s) + "][" + std::to_string(j) + "]: device " +
+               std::to_string(rows(s, j)) + ", oracle " + std::to_string(want[static_cast<std::size_t>(s * 8 + j)]));
+          return;
+        }
   }
 
   void compare_dirty_pages() {

@@ -125,7 +125,7 @@ TEST(SimScheduler, TheSecondRequestRestoresTheSharedPrefix) {
   for (const BatchEntry& b : issued)
     if (b.kind == kind_restore) {
       EXPECT_EQ(b.cmd.src, checkpoint_row);
-      EXPECT_EQ(b.cmd.dst, g.live_row(0));
+      EXPECT_EQ(b.cmd.dst, g.home_row(0));
       EXPECT_EQ(b.cmd.end, 20);
       restored = true;
     }
@@ -161,22 +161,43 @@ TEST(SimFaults, TheFirstCommandWithAPartialPageOfItsKind) {
   batch.push_back({{2, 10, 3, 0, 6}, kind_restore, 2});   // partial page: logical page 1
   batch.push_back({{3, 4, 11, 0, 7}, kind_snapshot, 3});  // partial page: logical page 1
   const std::vector<Fault> faults{{1, 0, -1}, {0, 0, kind_snapshot}, {1, 5, -1}};
+  SimConfig cfg = small_config();
+  cfg.capacity = 4;
+  const Geometry g = make_geometry(cfg, 26, Comm{});  // 4 tokens a page
+  std::vector<std::int32_t> tables(static_cast<std::size_t>(4 * g.table_width), -1);
+  tables[2 * g.table_width + 1] = 13;
+  tables[3 * g.table_width + 1] = 17;
+  const std::vector<std::int64_t> rows = g.initial_state_rows();
 
-  FaultInjector on_rank_1(faults, 1, 4);
-  const StepFaults step0 = on_rank_1.inject(0, batch);
-  ASSERT_EQ(step0.commands.size(), 2u);
-  EXPECT_EQ(step0.commands[0], std::make_pair(1, std::int64_t(2)));
-  EXPECT_EQ(step0.commands[1], std::make_pair(0, std::int64_t(3)));
-  ASSERT_EQ(step0.unmapped.size(), 1u);  // only rank 1's own fault is unmapped here
-  EXPECT_EQ(step0.unmapped[0], std::make_pair(std::int64_t(2), std::int64_t(1)));
+  FaultInjector on_rank_1(faults, 1, g);
+  const StepFaults step0 = on_rank_1.inject(0, batch, tables, rows);
+  ASSERT_EQ(step0.hits.size(), 2u);
+  EXPECT_EQ(step0.hits[0].rank, 1);
+  EXPECT_EQ(step0.hits[0].command, 2);
+  EXPECT_EQ(step0.hits[1].rank, 0);
+  EXPECT_EQ(step0.hits[1].command, 3);
+  ASSERT_EQ(step0.patches.size(), 2u);  // every rank's changes: each rank makes its own
+  EXPECT_EQ(step0.patches[0].target, FaultPatch::page);
+  EXPECT_EQ(step0.patches[0].index, 2);
+  EXPECT_EQ(step0.patches[0].at, 1);
+  EXPECT_EQ(step0.patches[0].value, -1);
+  EXPECT_EQ(step0.patches[0].original, 13);
+  EXPECT_EQ(step0.patches[1].rank, 0);
+  EXPECT_EQ(step0.patches[1].original, 17);
   EXPECT_EQ(on_rank_1.injected(), 2);
   EXPECT_EQ(on_rank_1.missed(), 1);  // the step-5 fault is not due yet
+  on_rank_1.record(step0, {0, 0, 6, 6});
+  EXPECT_EQ(on_rank_1.refused(), 2);
+  EXPECT_EQ(on_rank_1.faults()[0].code, 6);
 
-  FaultInjector on_rank_0(faults, 0, 4);
-  const StepFaults seen_by_0 = on_rank_0.inject(0, batch);
-  EXPECT_EQ(seen_by_0.commands, step0.commands);  // every rank knows every fault
-  ASSERT_EQ(seen_by_0.unmapped.size(), 1u);
-  EXPECT_EQ(seen_by_0.unmapped[0], std::make_pair(std::int64_t(3), std::int64_t(1)));
+  FaultInjector on_rank_0(faults, 0, g);
+  const StepFaults seen_by_0 = on_rank_0.inject(0, batch, tables, rows);
+  ASSERT_EQ(seen_by_0.hits.size(), 2u);  // every rank knows every fault
+  EXPECT_EQ(seen_by_0.hits[0].command, 2);
+  EXPECT_EQ(seen_by_0.hits[1].command, 3);
+  on_rank_0.record(seen_by_0, {0, 0, 6, 0});  // a command that applied: its fault was not refused
+  EXPECT_EQ(on_rank_0.refused(), 1);
+  EXPECT_FALSE(on_rank_0.faults()[1].refused);
 }
 
 // The verifier's wiring: the model's writes on the replica, then the oracle's
@@ -196,11 +217,11 @@ TEST(SimReplica, TheOracleSnapshotsTheLiveRowAndItsPartialPage) {
   const std::vector<std::int32_t> pages{5, 2}, draft_pages{7, 1};
   model.begin_step(0);
   for (std::int64_t p = 0; p < 6; ++p) model.write_token(p, 100 + p, 99 + p, pages, draft_pages);
-  model.write_row(0, 42, 6);
+  model.write_row(0, g.home_row(0), 42, 6);
   replica.run_jobs(model.jobs());
 
   const std::int64_t row = g.first_snapshot_row();
-  std::vector<std::int64_t> slot{0, 0}, src{g.live_row(0), g.live_row(0)}, dst{row, row + 1}, end{6, 5};
+  std::vector<std::int64_t> slot{0, 0}, src{g.home_row(0), g.home_row(0)}, dst{row, row + 1}, end{6, 5};
   std::vector<std::int32_t> op{0, 0};
   test::OracleCommands one{slot.data(), src.data(), dst.data(), op.data(), end.data(), 1};
   test::OracleMemory memory = replica.memory(tables.data(), draft_tables.data());
@@ -210,7 +231,7 @@ TEST(SimReplica, TheOracleSnapshotsTheLiveRowAndItsPartialPage) {
   replica.oracle().apply(one, codes, memory, &written);
   EXPECT_TRUE(written.empty());  // a snapshot reads the caches
 
-  const std::uint8_t* live = replica.pool().data() + g.live_row(0) * g.row_bytes;
+  const std::uint8_t* live = replica.pool().data() + g.home_row(0) * g.row_bytes;
   const std::uint8_t* saved = replica.pool().data() + row * g.row_bytes;
   EXPECT_EQ(std::memcmp(saved + g.ssm_offset, live + g.ssm_offset, static_cast<std::size_t>(g.ssm.size())), 0);
   const std::int64_t kv1 = g.layout.region("kv1").offset;
