@@ -26,13 +26,14 @@ struct ItemMove {
   std::uint8_t* dst;
   const std::uint8_t* src;
   std::int64_t length;
-  std::int64_t key;
-  std::int32_t stamp;
+  std::int32_t stamp;  // the key tile of a snapshot: the caller writes the plan's key (no key here: registers)
 };
 
 /// The key tile of a snapshot with prefix keys, by one thread (dst is 8-byte
 /// aligned: the region's offset, row_bytes and the backings are).
-KOKKOS_INLINE_FUNCTION void stamp_key(const ItemMove& m) { *reinterpret_cast<std::int64_t*>(m.dst) = m.key; }
+KOKKOS_INLINE_FUNCTION void stamp_key(std::uint8_t* dst, std::int64_t key) {
+  *reinterpret_cast<std::int64_t*>(dst) = key;
+}
 
 /// A remapping commit (docs/CONTRACT.md §13), by one thread: the accepted
 /// position's row becomes the slot's live row and the live row takes its column.
@@ -50,7 +51,7 @@ KOKKOS_INLINE_FUNCTION bool page_written(const RowPlan& p, const BindingEntry& b
 
 /// Work item `item` of a row whose plan is `p` and error `error`.
 KOKKOS_INLINE_FUNCTION ItemMove item_move(const RowPlan& p, std::int32_t error, const WorkItem& item) {
-  ItemMove m{nullptr, nullptr, 0, 0, 0};
+  ItemMove m{nullptr, nullptr, 0, 0};
   if (!(p.flags & plan_active) || error != 0 || (p.flags & plan_remap)) return m;
   const bool copy = (p.flags & plan_copy) != 0;
   const bool snapshot = (p.flags & plan_snapshot) != 0;
@@ -58,7 +59,6 @@ KOKKOS_INLINE_FUNCTION ItemMove item_move(const RowPlan& p, std::int32_t error, 
     if (copy && snapshot && item.binding >= 0 && page_written(p, item.page, item.part)) return m;
     m.dst = p.dst_row + item.offset;
     if (item.kind == work_key && (p.flags & plan_stamp)) {
-      m.key = p.key;
       m.stamp = 1;
       m.length = 8;
       return m;
@@ -170,7 +170,7 @@ struct ApplyFunctor {
     const ItemMove m = item_move(p, error, item);
     if (m.length == 0) return;
     if (m.stamp) {
-      if (team.team_rank() == 0) stamp_key(m);
+      if (team.team_rank() == 0) stamp_key(m.dst, p.key);
       return;
     }
     // Host tier rows are reached through mapped (UVA) addresses: the team's loads and stores, not bulk copies.

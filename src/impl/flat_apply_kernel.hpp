@@ -66,9 +66,10 @@ KOKKOS_INLINE_FUNCTION void flat_move_widest(std::uint8_t* dst, const std::uint8
 template <class ExecutionSpace, int Words = 2>
 struct FlatApplyFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
-  // 16 blocks of 128 fill an H100/H200 SM when the kernel fits 32 registers.
-  using policy_type =
-      Kokkos::RangePolicy<ExecutionSpace, Kokkos::LaunchBounds<128, 16>, Kokkos::IndexType<std::int64_t>>;
+  // 16 blocks of 128 fill an H100/H200 SM when the kernel fits 32 registers;
+  // four 16-byte words in flight need more (12 blocks: 40 registers).
+  using policy_type = Kokkos::RangePolicy<ExecutionSpace, Kokkos::LaunchBounds<128, Words >= 4 ? 12 : 16>,
+                                          Kokkos::IndexType<std::int64_t>>;
 
   Kokkos::View<const std::int32_t*, memory_space> errors;
   Kokkos::View<const RowPlan*, memory_space> plan;
@@ -81,20 +82,22 @@ struct FlatApplyFunctor {
     const auto w = static_cast<std::int32_t>(i >> thread_shift);
     const auto t = static_cast<std::int32_t>(i & ((std::int64_t(1) << thread_shift) - 1));
     const std::int32_t r = w / items_per_row;
-    // Three independent loads, the same for every thread of the item (cached).
-    const RowPlan p = plan(r);
+    // Three independent loads, the same for every thread of the item (cached);
+    // the plan's fields are read where they are used (a copy of the whole plan
+    // would not fit the 32 registers that 16 blocks of 128 threads leave).
+    const RowPlan& p = plan(r);
     const std::int32_t error = errors(r);
     const std::int32_t item_index = w - r * items_per_row;
     const WorkItem item = items(item_index);
     if ((p.flags & plan_remap) && (p.flags & plan_active) && error == 0) {
-      if (item_index == 0 && t == 0) remap_state_rows(state_rows, plan(r));
+      if (item_index == 0 && t == 0) remap_state_rows(state_rows, p);
       return;
     }
     const ItemMove m = item_move(p, error, item);
     // A thread at or past both the item's length and 32 has neither a word nor an edge byte.
     if (m.length == 0 || (t >= 32 && t >= m.length)) return;
     if (m.stamp) {
-      if (t == 0) stamp_key(m);
+      if (t == 0) stamp_key(m.dst, p.key);
       return;
     }
     flat_move_widest<Words>(m.dst, m.src, static_cast<int>(m.length), t, 1 << thread_shift);

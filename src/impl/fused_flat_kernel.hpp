@@ -67,6 +67,9 @@ struct FusedFlatFunctor {
     limit_inputs_type in;
     WorkItem item;
     ItemMove move;
+    // The deciding thread's limits and plan, here rather than in registers beside the guessed words.
+    ValidateLimits lim;
+    RowPlan plan;
   };
 
   /// Team scratch: every row's PeerKeys, then the BlockShared.
@@ -122,8 +125,10 @@ struct FusedFlatFunctor {
     }
     team.team_barrier();
     if (t == r % threads) {  // the thread that loaded row r
-      const RowRecord q = shared->q;
-      const ValidateLimits lim = validate.limits(shared->in);
+      // Read from scratch where used: registers hold the guessed words.
+      const RowRecord& q = shared->q;
+      ValidateLimits& lim = shared->lim;
+      lim = validate.limits(shared->in);
       const RowCheck k = row_check<Features>(q, r, lim);
       const OwnKeys own = own_keys(q, k);
       const bool narrow = shape.rows + shape.host_rows <= INT32_MAX;
@@ -132,7 +137,7 @@ struct FusedFlatFunctor {
       const int bits =
           k.check ? conflict_bits<commits, 2>(own, peers, r, static_cast<int>(lim.count), 0, 1, narrow) : 0;
       std::int32_t code;
-      RowPlan p;
+      RowPlan& p = shared->plan;
       validate.finish(q, k, bits, lim, code, p);
       if (item_index == 0 && chunk == 0) {
         validate.errors(r) = code;
@@ -147,7 +152,7 @@ struct FusedFlatFunctor {
     team.team_barrier();
     const ItemMove m = shared->move;
     if (m.stamp) {
-      if (t == 0 && offset == 0) stamp_key(m);
+      if (t == 0 && offset == 0) stamp_key(m.dst, shared->q.key);
       return;
     }
     // The block's rounds, one decision for all of them: the first stores the
