@@ -45,7 +45,8 @@ void fill_pattern(const View& v, int salt) {
 /// The transfer options of a benchmark run: the library reads no environment,
 /// but the benchmark maps these variables to options so that one binary
 /// measures the designs (tools/gpu/apply-variants, device-run sorted-variants):
-/// STATEXFER_VALIDATE_AND_APPLY (0 two launches, 1 teams, 2 flat grid),
+/// STATEXFER_VALIDATE_AND_APPLY (0 two launches, 1 teams, 2 flat grid, 3 persistent),
+/// STATEXFER_APPLY_DESIGN (0 teams, 1 flat grid, 2 persistent),
 /// STATEXFER_APPLY_WORDS, STATEXFER_APPLY_TEAM_SIZE, STATEXFER_APPLY_TILE_BYTES,
 /// STATEXFER_APPLY_BULK, STATEXFER_VALIDATE_ROWS_PER_TEAM,
 /// STATEXFER_VALIDATE_PEERS_PER_LANE, STATEXFER_VALIDATE_CHUNK,
@@ -67,7 +68,14 @@ inline statexfer::TransferOptions options_from_environment() {
   if (design == 0) o.validate_and_apply = statexfer::FusedDesign::two_launches;
   if (design == 1) o.validate_and_apply = statexfer::FusedDesign::teams;
   if (design == 2) o.validate_and_apply = statexfer::FusedDesign::flat_grid;
+  if (design == 3) o.validate_and_apply = statexfer::FusedDesign::persistent;
+  int apply = -1;
+  read("STATEXFER_APPLY_DESIGN", apply);
+  if (apply == 0) o.apply = statexfer::ApplyDesign::teams;
+  if (apply == 1) o.apply = statexfer::ApplyDesign::flat_grid;
+  if (apply == 2) o.apply = statexfer::ApplyDesign::persistent;
   read("STATEXFER_APPLY_WORDS", o.apply_words);
+  if (o.apply_words == 0) o.apply = statexfer::ApplyDesign::teams, o.apply_words = -1;  // the former spelling
   read("STATEXFER_APPLY_TEAM_SIZE", o.apply_team_size);
   read("STATEXFER_APPLY_TILE_BYTES", o.apply_tile_bytes);
   read("STATEXFER_APPLY_BULK", o.apply_bulk_copies);

@@ -41,6 +41,17 @@ const char* to_string(FusedDesign design) noexcept {
     case FusedDesign::two_launches: return "two_launches";
     case FusedDesign::teams: return "teams";
     case FusedDesign::flat_grid: return "flat_grid";
+    case FusedDesign::persistent: return "persistent";
+  }
+  return "unknown";
+}
+
+const char* to_string(ApplyDesign design) noexcept {
+  switch (design) {
+    case ApplyDesign::automatic: return "automatic";
+    case ApplyDesign::teams: return "teams";
+    case ApplyDesign::flat_grid: return "flat_grid";
+    case ApplyDesign::persistent: return "persistent";
   }
   return "unknown";
 }

@@ -763,9 +763,12 @@ TEST(TEST_CATEGORY, construction_apply_design) {
   {
     auto t = s.make();
     t.prepare(Exec());
-    EXPECT_EQ(t.launch_plan().apply_words, host ? 0 : 2) << t.launch_summary();
+    EXPECT_EQ(t.launch_plan().apply, host ? statexfer::ApplyDesign::teams : statexfer::ApplyDesign::flat_grid)
+        << t.launch_summary();
+    EXPECT_EQ(t.launch_plan().apply_words, 2);
     EXPECT_EQ(t.launch_summary().find(" flat (2 words") != std::string::npos, !host) << t.launch_summary();
   }
+  s.config.options.apply = statexfer::ApplyDesign::flat_grid;
   for (const int words : {1, 2, 4}) {
     s.config.options.apply_words = words;
     auto t = s.make();
@@ -777,14 +780,17 @@ TEST(TEST_CATEGORY, construction_apply_design) {
     EXPECT_NE(t.launch_summary().find(" flat (" + std::to_string(words) + " words a thread)"), std::string::npos)
         << t.launch_summary();
   }
-  s.config.options.apply_words = 0;
-  {
+  s.config.options.apply_words = -1;
+  for (const auto design :
+       {statexfer::ApplyDesign::teams, statexfer::ApplyDesign::flat_grid, statexfer::ApplyDesign::persistent}) {
+    s.config.options.apply = design;
     auto t = s.make();
     t.prepare(Exec());
-    EXPECT_EQ(t.launch_plan().apply_words, 0);
+    EXPECT_EQ(t.launch_plan().apply, design);
     EXPECT_GE(t.launch_plan().apply_team_size, 1);
   }
-  for (const int bad : {3, 5, -2}) {
+  s.config.options.apply = statexfer::ApplyDesign::automatic;
+  for (const int bad : {0, 3, 5, -2}) {
     s.config.options.apply_words = bad;
     EXPECT_TRUE(
         throws_naming<std::invalid_argument>([&] { (void)s.make(); }, {"options.apply_words", std::to_string(bad)}))

@@ -454,12 +454,23 @@ TEST(TEST_CATEGORY, differential_large_rows) {
 // word count, over tiles from a few hundred bytes (many items, narrow grids) to
 // the default, with byte edges and 1-, 8- and 16-byte shared alignments.
 TEST(TEST_CATEGORY, differential_apply_designs) {
-  const std::vector<std::pair<int, std::int64_t>> designs = {{0, 1040}, {1, 4096}, {2, 65536}, {2, 272}, {4, 16384}};
-  for (const auto& [words, tile] : designs) {
+  using statexfer::ApplyDesign;
+  struct Design {
+    ApplyDesign design;
+    int words;
+    std::int64_t tile;
+  };
+  const std::vector<Design> designs = {{ApplyDesign::teams, -1, 1040},     {ApplyDesign::flat_grid, 1, 4096},
+                                       {ApplyDesign::flat_grid, 2, 65536}, {ApplyDesign::flat_grid, 2, 272},
+                                       {ApplyDesign::flat_grid, 4, 16384}, {ApplyDesign::persistent, -1, 65536},
+                                       {ApplyDesign::persistent, -1, 272}, {ApplyDesign::persistent, -1, 20000}};
+  for (const auto& [design, words, tile] : designs) {
     statexfer::TransferOptions options;
+    options.apply = design;
     options.apply_words = words;
     options.apply_tile_bytes = tile;
-    const std::string label = "design_w" + std::to_string(words) + "_t" + std::to_string(tile) + "_";
+    const std::string label =
+        std::string(statexfer::to_string(design)) + "_w" + std::to_string(words) + "_t" + std::to_string(tile) + "_";
     const differential::LargeRowRun run = differential::large_row_batches(label, options);
     EXPECT_EQ(run.mismatches, 0) << label;
     EXPECT_GE(run.copies, 40);
@@ -483,7 +494,7 @@ TEST(TEST_CATEGORY, differential_validate_and_apply_designs) {
   const std::vector<Design> designs = {{FusedDesign::two_launches, 128, 1}, {FusedDesign::teams, 128, 1},
                                        {FusedDesign::flat_grid, 32, 1},     {FusedDesign::flat_grid, 128, 1},
                                        {FusedDesign::flat_grid, 512, 1},    {FusedDesign::flat_grid, 128, 2},
-                                       {FusedDesign::flat_grid, 32, 3}};
+                                       {FusedDesign::flat_grid, 32, 3},     {FusedDesign::persistent, 128, 1}};
   for (const auto& [design, block, rounds] : designs) {
     statexfer::TransferOptions options;
     options.validate_and_apply = design;

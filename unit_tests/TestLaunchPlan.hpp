@@ -34,6 +34,7 @@ si::DeviceLimits gpu_limits() {
   d.fused_flat_team_max = 512;
   d.sort_team_max = 1024;
   d.sort_teams = 20;
+  d.persistent_team_max = 128;
   return d;
 }
 
@@ -60,6 +61,7 @@ TEST(TEST_CATEGORY, launch_plan_gpu_defaults) {
   EXPECT_EQ(p.fused_words, 4);
   EXPECT_EQ(p.fused_chunk_bytes, 128 * 4 * 16);
   EXPECT_EQ(p.fused_blocks, p.work_items << p.fused_chunk_shift);
+  EXPECT_EQ(p.apply, statexfer::ApplyDesign::flat_grid);
   EXPECT_EQ(p.apply_words, 2);
   EXPECT_TRUE(p.bulk_copies);
   EXPECT_EQ(p.validate_league, 1);
@@ -123,13 +125,30 @@ TEST(TEST_CATEGORY, launch_plan_every_design_from_options) {
       o.validate_and_apply = f;
       EXPECT_EQ(si::choose_launch_plan(shape(128, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
     }
-    // apply(): every word count, and the teams.
-    for (const int words : {0, 1, 2, 4}) {
+    // apply(): every word count of the flat grid, the teams, the persistent grid.
+    o.apply = statexfer::ApplyDesign::flat_grid;
+    for (const int words : {1, 2, 4}) {
       o.apply_words = words;
       p = si::choose_launch_plan(shape(4, 1 << 20), d, o);
+      EXPECT_EQ(p.apply, statexfer::ApplyDesign::flat_grid);
       EXPECT_EQ(p.apply_words, words);
-      EXPECT_GE(p.apply_item_threads * 16 * (words > 0 ? words : 1), 64 * 1024) << "the grid covers a work item";
+      EXPECT_GE(p.apply_item_threads * 16 * words, 64 * 1024) << "the grid covers a work item";
     }
+    o.apply = statexfer::ApplyDesign::teams;
+    EXPECT_EQ(si::choose_launch_plan(shape(4, 1 << 20), d, o).apply, statexfer::ApplyDesign::teams);
+    o.apply = statexfer::ApplyDesign::persistent;
+    p = si::choose_launch_plan(shape(4, 1 << 20), d, o);
+    EXPECT_EQ(p.apply, statexfer::ApplyDesign::persistent);
+    EXPECT_EQ(p.persistent_units, 8) << "8 KiB units of 64 KiB items";
+    EXPECT_EQ(p.persistent_teams, host ? 2 : 4 * 16 * 8) << "no more teams than units, at most about a wave";
+    EXPECT_EQ(si::choose_launch_plan(shape(128, 1 << 20), d, o).apply,
+              host ? statexfer::ApplyDesign::teams : statexfer::ApplyDesign::flat_grid)
+        << "above 64 commands no persistent grid";
+    o.validate_and_apply = FusedDesign::persistent;
+    EXPECT_EQ(si::choose_launch_plan(shape(64, 1 << 20), d, o).validate_and_apply, FusedDesign::persistent);
+    EXPECT_EQ(si::choose_launch_plan(shape(128, 1 << 20), d, o).validate_and_apply, FusedDesign::two_launches);
+    o.validate_and_apply = FusedDesign::two_launches;
+    o.apply = statexfer::ApplyDesign::automatic;
     o.apply_team_size = 256;
     EXPECT_EQ(si::choose_launch_plan(shape(4, 1 << 20), d, o).apply_team_size, host ? 1 : 256);
     o.apply_bulk_copies = 0;
@@ -146,7 +165,7 @@ TEST(TEST_CATEGORY, launch_plan_every_design_from_options) {
 
 TEST(TEST_CATEGORY, launch_plan_host_defaults) {
   const statexfer::LaunchPlan p = si::choose_launch_plan(shape(16, 1 << 20), host_limits(), TransferOptions{});
-  EXPECT_EQ(p.apply_words, 0);
+  EXPECT_EQ(p.apply, statexfer::ApplyDesign::teams);
   EXPECT_EQ(p.apply_team_size, 1);
   EXPECT_FALSE(p.bulk_copies);
   EXPECT_EQ(p.validate_team_size, 1);

@@ -114,6 +114,36 @@ TEST(TEST_CATEGORY, speculative_random_batches_match_the_oracle) {
               static_cast<long long>(total.moved), static_cast<long long>(total.key_refused));
 }
 
+// The designs of apply() and validate_and_apply() on every backend, with
+// commits of both moves, keys and a host tier: the persistent grid (every team
+// deciding every row, team 0 remapping while others decide), the flat grid,
+// the teams and two launches, against the oracle.
+TEST(TEST_CATEGORY, speculative_designs_match_the_oracle) {
+  using namespace speculative;
+  using statexfer::ApplyDesign;
+  using statexfer::FusedDesign;
+  const std::pair<ApplyDesign, FusedDesign> designs[] = {{ApplyDesign::persistent, FusedDesign::persistent},
+                                                         {ApplyDesign::flat_grid, FusedDesign::flat_grid},
+                                                         {ApplyDesign::teams, FusedDesign::teams}};
+  int config = 0;
+  for (const auto& [apply, fused] : designs)
+    for (const std::int64_t C : {1, 8, 64})
+      for (const CommitMove move : {CommitMove::remap, CommitMove::copy}) {
+        ft::TierOptions o;
+        o.capacity = C;
+        o.host_rows = C < 16 ? 5 : C / 2;
+        o.cache_pages = 2 * C + 6;
+        o.positions = 2 + config % 5;
+        o.move = move;
+        o.keys = true;
+        o.options.apply = apply;
+        o.options.validate_and_apply = fused;
+        random_batches(o, 0x5bec1000ULL + static_cast<std::uint64_t>(config++), 30);
+        ASSERT_FALSE(HasFailure()) << statexfer::to_string(apply) << " / " << statexfer::to_string(fused) << ", C "
+                                   << C;
+      }
+}
+
 // Without speculative positions, operation 5 is an unknown value (code 1), and
 // the same random batches still match the oracle.
 TEST(TEST_CATEGORY, speculative_commits_without_positions_are_invalid) {

@@ -13,13 +13,24 @@ namespace statexfer {
 
 /// How validate_and_apply() runs (docs/CONTRACT.md §10).
 enum class FusedDesign : std::uint8_t {
-  automatic,     ///< the rule of §10: the flat grid, the teams or two launches by shape and device
+  automatic,     ///< the rule of §10: the persistent grid, the flat grid, the teams or two launches
   two_launches,  ///< validate() then apply()
   teams,         ///< one launch of apply()'s teams, each deciding its row (up to 64 commands)
   flat_grid,     ///< one launch of the flat grid, each block deciding its row (up to 64 commands)
+  persistent,    ///< one launch of about a wave of teams, each deciding every row, then moving what moves
 };
-/// "automatic", "two_launches", "teams", "flat_grid".
+/// "automatic", "two_launches", "teams", "flat_grid", "persistent".
 const char* to_string(FusedDesign design) noexcept;
+
+/// How apply() runs.
+enum class ApplyDesign : std::uint8_t {
+  automatic,   ///< the flat grid on GPUs (the persistent grid where the rule says), a team of one a tile on hosts
+  teams,       ///< a team per work item of every row
+  flat_grid,   ///< a thread per `apply_words` 16-byte words of every work item of every row
+  persistent,  ///< about a wave of teams moving the units of the rows that move bytes (up to 64 commands)
+};
+/// "automatic", "teams", "flat_grid", "persistent".
+const char* to_string(ApplyDesign design) noexcept;
 
 /// Design choices and expert tuning of a transfer's kernels. Every default (0,
 /// -1 or automatic) is the measured best (perf_tests/RESULTS.md); other values
@@ -31,8 +42,9 @@ struct TransferOptions {
   /// launch above 64 commands, on hosts too few threads a team) falls back to
   /// two launches; launch_plan() says what was chosen.
   FusedDesign validate_and_apply = FusedDesign::automatic;
-  /// apply() on GPUs as a flat grid moving this many 16-byte words a thread
-  /// (1, 2 or 4), or 0 for a team per work item; -1: 2 on GPUs, 0 on hosts.
+  /// apply()'s design.
+  ApplyDesign apply = ApplyDesign::automatic;
+  /// apply()'s flat grid: 16-byte words a thread (1, 2 or 4); -1: 2.
   int apply_words = -1;
   /// apply()'s team size when it runs as teams (1 to 1024); 0: 128 on GPUs, 1 on hosts.
   int apply_team_size = 0;
@@ -65,11 +77,12 @@ struct LaunchPlan {
   int validate_rows_per_team = 0;  ///< rows a team decides
   int sort_teams = 0;              ///< sorted: teams of the sort and look-up launch
   // apply()
-  std::int64_t work_items = 0;          ///< capacity x work items a row
-  int apply_words = 0;                  ///< > 0: a flat grid of this many 16-byte words a thread
-  std::int64_t apply_item_threads = 0;  ///< the flat grid's threads a work item
-  int apply_team_size = 0;              ///< teams: threads a team
-  bool bulk_copies = false;             ///< teams: Hopper's bulk copies
+  std::int64_t work_items = 0;             ///< capacity x work items a row
+  ApplyDesign apply = ApplyDesign::teams;  ///< what runs (never automatic)
+  int apply_words = 0;                     ///< the flat grid: 16-byte words a thread
+  std::int64_t apply_item_threads = 0;     ///< the flat grid's threads a work item
+  int apply_team_size = 0;                 ///< teams: threads a team
+  bool bulk_copies = false;                ///< teams: Hopper's bulk copies
   // validate_and_apply()
   FusedDesign validate_and_apply = FusedDesign::two_launches;  ///< what runs (never automatic)
   int fused_team_size = 0;                                     ///< teams: threads a team
@@ -79,6 +92,9 @@ struct LaunchPlan {
   int fused_chunk_shift = 0;                                   ///< flat grid: log2 of the blocks a work item has
   int fused_rounds = 1;                                        ///< flat grid: rounds a block
   int fused_words = 0;                                         ///< flat grid: 16-byte words a thread a round
+  // The persistent grid (apply or validate_and_apply)
+  std::int64_t persistent_teams = 0;  ///< its league
+  int persistent_units = 0;           ///< 8 KiB units covering the longest work item
 };
 
 }  // namespace statexfer

@@ -42,8 +42,12 @@ struct DeviceLimits {
   int fused_flat_words = 4;     // 16-byte words a thread of the flat grid moves a round
   int sort_team_max = 1;        // the sorted validation's sort and look-up launch
   int sort_teams = 0;
-  int sort_chunk = 1024;  // keys per chunk
+  int sort_chunk = 1024;        // keys per chunk
+  int persistent_team_max = 1;  // the persistent grid's teams, with their scratch
 };
+
+/// Bytes of one unit of the persistent grid (PersistentFunctor::unit_bytes).
+inline constexpr std::int64_t persistent_unit_bytes = 128 * 4 * 16;
 
 /// Defaults of TransferOptions that the constructor needs before prepare().
 inline constexpr std::int64_t default_tile_bytes = 64 * 1024;
@@ -57,8 +61,11 @@ inline void check_options(const TransferOptions& o) {
       reject(std::string("options.") + name + " must be 0 (the default) or " + std::to_string(lo) + ".." +
              std::to_string(hi) + more + ", got " + std::to_string(v));
   };
-  if (o.apply_words != -1 && o.apply_words != 0 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
-    reject("options.apply_words must be -1 (the default), 0 (teams), 1, 2 or 4, got " + std::to_string(o.apply_words));
+  if (o.apply_words != -1 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
+    reject("options.apply_words must be -1 (the default), 1, 2 or 4, got " + std::to_string(o.apply_words));
+  const auto apply = static_cast<int>(o.apply);
+  if (apply < 0 || apply > static_cast<int>(ApplyDesign::persistent))
+    reject("options.apply is not an ApplyDesign, got " + std::to_string(apply));
   range("apply_team_size", o.apply_team_size, 1, 1024);
   range("apply_tile_bytes", o.apply_tile_bytes, 256, std::int64_t(1) << 30, ", a multiple of 16");
   if (o.apply_tile_bytes % 16 != 0)
@@ -74,7 +81,7 @@ inline void check_options(const TransferOptions& o) {
   range("fused_block", o.fused_block, 32, 512);
   range("fused_rounds", o.fused_rounds, 1, 64);
   const auto design = static_cast<int>(o.validate_and_apply);
-  if (design < 0 || design > static_cast<int>(FusedDesign::flat_grid))
+  if (design < 0 || design > static_cast<int>(FusedDesign::persistent))
     reject("options.validate_and_apply is not a FusedDesign, got " + std::to_string(design));
 }
 
@@ -114,8 +121,19 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   p.bulk_copies = !host && d.bulk && o.apply_bulk_copies != 0;
   const int team = o.apply_team_size > 0 ? o.apply_team_size : 128;
   p.apply_team_size = host ? 1 : std::max(1, std::min(team, d.apply_team_max));  // hosts: a memcpy per tile
-  p.apply_words = o.apply_words >= 0 ? o.apply_words : host ? 0 : 2;
-  p.apply_item_threads = std::int64_t(1) << flat_thread_shift(s.longest_item, std::max(p.apply_words, 1));
+  p.apply_words = o.apply_words > 0 ? o.apply_words : 2;
+  p.apply_item_threads = std::int64_t(1) << flat_thread_shift(s.longest_item, p.apply_words);
+  // The persistent grid: about a wave of its teams (8 of 128 threads an SM: half
+  // the device's concurrency), never more than there are units; hosts a team of
+  // one a thread. Up to 64 commands (a team holds every row's plan).
+  p.persistent_units = static_cast<int>((s.longest_item + persistent_unit_bytes - 1) / persistent_unit_bytes);
+  const std::int64_t units = p.work_items * std::max(p.persistent_units, 1);
+  const std::int64_t resident = host ? d.concurrency : d.concurrency / 2 / 128;
+  p.persistent_teams = std::max<std::int64_t>(1, std::min(units, resident));
+  const bool persistent_fits = c <= max_capacity && (host || d.persistent_team_max >= 128);
+  ApplyDesign apply = o.apply != ApplyDesign::automatic ? o.apply : host ? ApplyDesign::teams : ApplyDesign::flat_grid;
+  if (apply == ApplyDesign::persistent && !persistent_fits) apply = host ? ApplyDesign::teams : ApplyDesign::flat_grid;
+  p.apply = apply;
   // validate()
   if (p.sorted_validation) {
     p.sort_teams = d.sort_teams;
@@ -148,7 +166,9 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const FusedDesign design = chosen ? o.validate_and_apply : automatic;
   p.validate_and_apply = FusedDesign::two_launches;
   if (p.sorted_validation) return p;
-  if (design == FusedDesign::teams) {
+  if (design == FusedDesign::persistent) {
+    if (persistent_fits) p.validate_and_apply = FusedDesign::persistent;
+  } else if (design == FusedDesign::teams) {
     // A thread per command row in the load phase (hosts' teams of one have too few: two launches).
     int fused =
         d.fused_team_max >= c ? std::max<int>(static_cast<int>(c), std::min(d.fused_team_max, p.apply_team_size)) : 0;

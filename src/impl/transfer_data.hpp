@@ -22,6 +22,7 @@
 #include "fused_flat_kernel.hpp"
 #include "fused_kernel.hpp"
 #include "launch_plan.hpp"
+#include "persistent_kernel.hpp"
 #include "validate_kernel.hpp"
 #include "validate_sorted_kernel.hpp"
 
@@ -121,6 +122,19 @@ struct TransferData {
     // The guessed words' tail bytes need a thread each (16 and more: GPUs).
     f.guess =
         launches.fused_block >= 16 && launches.fused_chunk_bytes <= launches.fused_block * f.words_per_thread * 16;
+    return f;
+  }
+
+  /// The persistent grid; `decide`: validate_and_apply (every team decides every row), else apply.
+  template <int Features>
+  PersistentFunctor<ExecutionSpace, Features> persistent_functor(bool decide) const {
+    PersistentFunctor<ExecutionSpace, Features> f;
+    f.validate = validate_functor<Features>();
+    f.items = items;
+    f.state_rows = state_rows;
+    f.items_per_row = shape.work_items;
+    f.units_per_item = std::max(1, launches.persistent_units);
+    f.decide = decide ? 1 : 0;
     return f;
   }
 

@@ -347,6 +347,12 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
       typename flat_functor::policy_type(exec, 1, 1)
           .set_scratch_size(0, Kokkos::PerTeam(flat_functor::scratch_bytes(d.shape.capacity)))
           .team_size_max(d.template fused_flat_functor<impl::feature_all>(), Kokkos::ParallelForTag());
+  using persistent_functor = impl::PersistentFunctor<ExecutionSpace, impl::feature_every>;
+  if (d.shape.capacity <= max_capacity)
+    limits.persistent_team_max =
+        typename persistent_functor::policy_type(exec, 1, 1)
+            .set_scratch_size(0, Kokkos::PerTeam(persistent_functor::scratch_bytes(d.shape.capacity)))
+            .team_size_max(d.template persistent_functor<impl::feature_every>(true), Kokkos::ParallelForTag());
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
     limits.sort_team_max = d.sorted.team_size_max(exec, d.validate_functor());
     limits.sort_teams = d.sorted.teams();

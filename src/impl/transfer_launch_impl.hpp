@@ -48,7 +48,19 @@ void PreparedStateTransfer<ExecutionSpace>::apply() const {
 template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
   const auto& d = ready("apply", &exec);
-  if (d.launches.apply_words > 0) {
+  if (d.launches.apply == ApplyDesign::persistent) {
+    d.with_features([&](auto features) {
+      using functor = impl::PersistentFunctor<ExecutionSpace, decltype(features)::value>;
+      const int team = std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : functor::team_threads;
+      auto policy = Kokkos::Experimental::require(
+          typename functor::policy_type(exec, d.launches.persistent_teams, team)
+              .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
+          Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+      Kokkos::parallel_for("statexfer::apply", policy, d.template persistent_functor<decltype(features)::value>(false));
+    });
+    return;
+  }
+  if (d.launches.apply == ApplyDesign::flat_grid) {
     const std::int64_t threads = d.launches.work_items * d.launches.apply_item_threads;
     auto launch = [&](auto f) {
       auto policy = Kokkos::Experimental::require(typename decltype(f)::policy_type(exec, 0, threads),
@@ -93,7 +105,12 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSp
   };
   d.with_features([&](auto features) {
     constexpr int features_v = decltype(features)::value;
-    if (d.launches.validate_and_apply == FusedDesign::flat_grid) {
+    if (d.launches.validate_and_apply == FusedDesign::persistent) {
+      using functor = impl::PersistentFunctor<ExecutionSpace, features_v>;
+      const int team = std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : functor::team_threads;
+      launch(d.template persistent_functor<features_v>(true), d.launches.persistent_teams, team,
+             functor::scratch_bytes(d.shape.capacity));
+    } else if (d.launches.validate_and_apply == FusedDesign::flat_grid) {
       using functor = impl::FusedFlatFunctor<ExecutionSpace, features_v>;
       launch(d.template fused_flat_functor<features_v>(), d.launches.fused_blocks, d.launches.fused_block,
              functor::scratch_bytes(d.shape.capacity));
@@ -126,10 +143,15 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
           : "validate " + std::to_string(p.validate_league) + "x" + std::to_string(p.validate_team_size) + "x" +
                 std::to_string(p.validate_vector_length);
   const std::string items = std::to_string(p.work_items);
+  const std::string persistent = std::to_string(p.persistent_teams) + "x" +
+                                 std::to_string(std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128) +
+                                 " persistent (" + std::to_string(p.persistent_units) + " units an item)";
   const std::string apply =
-      p.apply_words > 0 ? items + "x" + std::to_string(p.apply_item_threads) + " flat (" +
-                              std::to_string(p.apply_words) + " words a thread)"
-                        : items + "x" + std::to_string(p.apply_team_size) + (p.bulk_copies ? " (bulk copies)" : "");
+      p.apply == ApplyDesign::persistent ? persistent
+      : p.apply == ApplyDesign::flat_grid
+          ? items + "x" + std::to_string(p.apply_item_threads) + " flat (" + std::to_string(p.apply_words) +
+                " words a thread)"
+          : items + "x" + std::to_string(p.apply_team_size) + (p.bulk_copies ? " (bulk copies)" : "");
   // validate_and_apply in one launch: blocks x threads of the flat grid, or teams x threads.
   std::string fused;
   if (p.validate_and_apply == FusedDesign::flat_grid)
@@ -138,6 +160,8 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
             (p.fused_rounds > 1 ? ", " + std::to_string(p.fused_rounds) + " rounds a block)" : ")");
   else if (p.validate_and_apply == FusedDesign::teams)
     fused = ", validate_and_apply " + items + "x" + std::to_string(p.fused_team_size);
+  else if (p.validate_and_apply == FusedDesign::persistent)
+    fused = ", validate_and_apply " + persistent;
   return validate + ", apply " + apply + fused;
 }
 

@@ -43,6 +43,7 @@ struct TierOptions {
   statexfer::CommitMove move = statexfer::CommitMove::remap;
   bool keys = false;                                                            // the layout has a prefix_key region
   statexfer::CommandPlacement placement = statexfer::CommandPlacement::device;  // where the command arrays live
+  statexfer::TransferOptions options;                                           // the kernels' designs
 };
 
 /// The commands of one batch as host arrays of the capacity.
@@ -117,6 +118,7 @@ struct TierRig {
     auto config = fixture_config<Exec>(opt.page_tokens, state_rows, requests, kv_cache, draft_cache, opt.trailing,
                                        trailing_tables, opt.excluded);
     config.host_tier = host;
+    config.options = opt.options;
     if (opt.positions > 0) {
       accepted = Kokkos::View<std::int32_t*, typename Exec::memory_space>("accepted", c);
       config.speculative.positions = opt.positions;
