@@ -123,12 +123,13 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   p.apply_team_size = host ? 1 : std::max(1, std::min(team, d.apply_team_max));  // hosts: a memcpy per tile
   p.apply_words = o.apply_words > 0 ? o.apply_words : 2;
   p.apply_item_threads = std::int64_t(1) << flat_thread_shift(s.longest_item, p.apply_words);
-  // The persistent grid: about a wave of its teams (8 of 128 threads an SM: half
-  // the device's concurrency), never more than there are units; hosts a team of
-  // one a thread. Up to 64 commands (a team holds every row's plan).
+  // The persistent grid: a wave of its teams (4 of 128 threads an SM, what its
+  // launch bounds hold: a quarter of the device's concurrency), never more than
+  // there are units; hosts a team of one a thread. Up to 64 commands (a team
+  // holds every row's plan).
   p.persistent_units = static_cast<int>((s.longest_item + persistent_unit_bytes - 1) / persistent_unit_bytes);
   const std::int64_t units = p.work_items * std::max(p.persistent_units, 1);
-  const std::int64_t resident = host ? d.concurrency : d.concurrency / 2 / 128;
+  const std::int64_t resident = host ? d.concurrency : d.concurrency / 4 / 128;
   p.persistent_teams = std::max<std::int64_t>(1, std::min(units, resident));
   const bool persistent_fits = c <= max_capacity && (host || d.persistent_team_max >= 128);
   ApplyDesign apply = o.apply != ApplyDesign::automatic ? o.apply : host ? ApplyDesign::teams : ApplyDesign::flat_grid;

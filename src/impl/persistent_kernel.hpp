@@ -37,12 +37,12 @@ namespace statexfer::impl {
 template <class ExecutionSpace, int Features = feature_every>
 struct PersistentFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
-  // 128 threads, 8 teams an SM: registers for a row's record beside the copy loop.
+  // 128 threads, 4 teams an SM: 128 registers hold a row's decision beside the copy loop without a stack frame.
   static constexpr int team_threads = 128;
   static constexpr int words_per_thread = 4;
   static constexpr int unit_bytes = team_threads * words_per_thread * 16;
   static_assert(unit_bytes == persistent_unit_bytes, "launch_plan.hpp counts units of this size");
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<team_threads, 8>>;
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<team_threads, 4>>;
   using member_type = typename policy_type::member_type;
 
   ValidateFunctor<ExecutionSpace, Features> validate;  // inputs, errors, plan, commit positions
