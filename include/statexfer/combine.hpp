@@ -2,7 +2,7 @@
 #define STATEXFER_COMBINE_HPP
 
 // ErrorCombiner: combine the validation errors of all tensor-parallel ranks
-// between validate() and apply() (docs/CONTRACT.md §6), so that a command applies on every
+// between validate() and apply() (docs/CONTRACT.md §9), so that a command applies on every
 // rank or on none.
 //
 // Each rank holds a shard of the state and validates the same batch against its

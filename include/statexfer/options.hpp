@@ -33,7 +33,8 @@ enum class ApplyDesign : std::uint8_t {
 const char* to_string(ApplyDesign design) noexcept;
 
 /// Design choices and expert tuning of a transfer's kernels. Every default (0,
-/// -1 or automatic) is the measured best (perf_tests/RESULTS.md); other values
+/// -1 or automatic) is the measured best (perf_tests/RESULTS.md, and
+/// perf_tests/DESIGN-NOTES.md for the designs each choice was measured against); other values
 /// are for measuring a machine or testing a design. The constructor refuses a
 /// value out of range (std::invalid_argument naming the option); prepare()
 /// clamps team sizes to what the device allows.

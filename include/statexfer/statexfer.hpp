@@ -1,7 +1,8 @@
 #ifndef STATEXFER_STATEXFER_HPP
 #define STATEXFER_STATEXFER_HPP
 
-// Everything public: layout, pool, host tier, commands, prepared transfers, error combining.
+// Everything public: layout, pool, host tier, commands, prepared transfers,
+// speculative commits, error combining. docs/api.md is the guide to it.
 
 #include <statexfer/combine.hpp>
 #include <statexfer/commands.hpp>

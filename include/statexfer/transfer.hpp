@@ -66,7 +66,8 @@ template <class ExecutionSpace>
 struct TransferData;
 }
 
-/// Validates then applies a batch of commands (docs/CONTRACT.md §4-§5). The
+/// Validates then applies a batch of commands (docs/CONTRACT.md §4-§5); see
+/// examples/captured_step.cpp for the calls in order, captured in a CUDA graph. The
 /// constructor performs every host check (std::invalid_argument naming the
 /// argument; docs/CONTRACT.md §3), including that no input validation reads
 /// overlaps the pool or a cache, which apply() writes;
@@ -128,13 +129,12 @@ class PreparedStateTransfer {
   void apply() const;
   void apply(const ExecutionSpace& exec) const;
   /// validate() then apply() for a single rank, with the same `errors`, plan,
-  /// pool and cache bytes. On GPUs it is one kernel up to 8 commands and 256
-  /// MiB (Kokkos 4: a flat grid whose blocks each decide their row, loading
-  /// the bytes to copy while they do) and otherwise up to 64 while apply's
-  /// teams are about one wave (each team decides its own row), which saves a
-  /// dependent launch: most of the time of a small batch. Elsewhere it
-  /// enqueues the two. Tensor-parallel ranks, which combine errors in
-  /// between, call them separately.
+  /// pool and cache bytes (docs/CONTRACT.md §10). On GPUs it is one kernel
+  /// where the batch allows it (up to 64 commands; §10 gives the rule and
+  /// launch_plan() says which design runs), which saves a dependent launch:
+  /// most of the time of a small batch. Elsewhere it enqueues the two.
+  /// Tensor-parallel ranks, which combine errors in between, call validate()
+  /// and apply() separately.
   void validate_and_apply() const;
   void validate_and_apply(const ExecutionSpace& exec) const;
   /// The instance prepare() bound the transfer to (std::logic_error before prepare()).
