@@ -129,8 +129,8 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // holds every row's plan).
   p.persistent_units = static_cast<int>((s.longest_item + persistent_unit_bytes - 1) / persistent_unit_bytes);
   const std::int64_t units = p.work_items * std::max(p.persistent_units, 1);
-  const std::int64_t resident = host ? d.concurrency : d.concurrency / 4 / 128;
-  p.persistent_teams = std::max<std::int64_t>(1, std::min(units, resident));
+  const std::int64_t persistent_resident = host ? d.concurrency : d.concurrency / 4 / 128;
+  p.persistent_teams = std::max<std::int64_t>(1, std::min(units, persistent_resident));
   const bool persistent_fits = c <= max_capacity && (host || d.persistent_team_max >= 128);
   ApplyDesign apply = o.apply != ApplyDesign::automatic ? o.apply : host ? ApplyDesign::teams : ApplyDesign::flat_grid;
   if (apply == ApplyDesign::persistent && !persistent_fits) apply = host ? ApplyDesign::teams : ApplyDesign::flat_grid;
