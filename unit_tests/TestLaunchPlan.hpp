@@ -101,6 +101,33 @@ TEST(TEST_CATEGORY, launch_plan_gpu_defaults) {
   EXPECT_EQ(p.fused_rounds, 1);
 }
 
+TEST(TEST_CATEGORY, launch_plan_persistent_grid_for_remapping_commits) {
+  const TransferOptions o;
+  for (const std::int64_t c : {1, 8, 64, 128}) {
+    SCOPED_TRACE(c);
+    si::PlanShape s = shape(c, 48 << 20);
+    const statexfer::LaunchPlan plain = si::choose_launch_plan(s, gpu_limits(), o);
+    EXPECT_EQ(plain.apply, statexfer::ApplyDesign::flat_grid) << "copies: the flat grid";
+    EXPECT_NE(plain.validate_and_apply, FusedDesign::persistent);
+    s.remapping_commits = true;
+    const statexfer::LaunchPlan gpu = si::choose_launch_plan(s, gpu_limits(), o);
+    const bool fits = c <= 64;
+    EXPECT_EQ(gpu.apply, fits ? statexfer::ApplyDesign::persistent : statexfer::ApplyDesign::flat_grid);
+    if (fits)
+      EXPECT_EQ(gpu.validate_and_apply, FusedDesign::persistent);
+    else
+      EXPECT_NE(gpu.validate_and_apply, FusedDesign::persistent) << "above 64 commands no persistent grid";
+    const statexfer::LaunchPlan host = si::choose_launch_plan(s, host_limits(), o);
+    EXPECT_EQ(host.apply, statexfer::ApplyDesign::teams) << "hosts keep a team of one a tile";
+    EXPECT_EQ(host.validate_and_apply, FusedDesign::two_launches);
+    TransferOptions flat;
+    flat.apply = statexfer::ApplyDesign::flat_grid;
+    flat.validate_and_apply = FusedDesign::flat_grid;
+    EXPECT_EQ(si::choose_launch_plan(s, gpu_limits(), flat).apply, statexfer::ApplyDesign::flat_grid)
+        << "a caller's choice stands";
+  }
+}
+
 TEST(TEST_CATEGORY, launch_plan_every_design_from_options) {
   for (const bool host : {false, true}) {
     SCOPED_TRACE(host ? "host" : "gpu");

@@ -13,7 +13,8 @@ namespace statexfer {
 
 /// How validate_and_apply() runs (docs/CONTRACT.md §10).
 enum class FusedDesign : std::uint8_t {
-  automatic,     ///< the rule of §10: the persistent grid, the flat grid, the teams or two launches
+  automatic,  ///< the rule of §10: two launches on hosts; on GPUs the persistent grid with remapping commits, else the
+              ///< flat grid or the teams
   two_launches,  ///< validate() then apply()
   teams,         ///< one launch of apply()'s teams, each deciding its row (up to 64 commands)
   flat_grid,     ///< one launch of the flat grid, each block deciding its row (up to 64 commands)
@@ -24,7 +25,8 @@ const char* to_string(FusedDesign design) noexcept;
 
 /// How apply() runs.
 enum class ApplyDesign : std::uint8_t {
-  automatic,   ///< the flat grid on GPUs (the persistent grid where the rule says), a team of one a tile on hosts
+  automatic,   ///< GPUs: the persistent grid with remapping commits (up to 64 commands), else the flat grid; hosts: a
+               ///< team of one a tile
   teams,       ///< a team per work item of every row
   flat_grid,   ///< a thread per `apply_words` 16-byte words of every work item of every row
   persistent,  ///< about a wave of teams moving the units of the rows that move bytes (up to 64 commands)

@@ -25,6 +25,7 @@ struct PlanShape {
   std::int64_t work_items = 1;    // a row's
   std::int64_t longest_item = 0;  // bytes
   std::int64_t row_bytes = 0;
+  bool remapping_commits = false;  // speculative positions whose commits remap (docs/CONTRACT.md §13)
 };
 
 /// What the plan needs of the device and the kernels' policies (prepare() asks them).
@@ -132,7 +133,16 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const std::int64_t persistent_resident = host ? d.concurrency : d.concurrency / 4 / 128;
   p.persistent_teams = std::max<std::int64_t>(1, std::min(units, persistent_resident));
   const bool persistent_fits = c <= max_capacity && (host || d.persistent_team_max >= 128);
-  ApplyDesign apply = o.apply != ApplyDesign::automatic ? o.apply : host ? ApplyDesign::teams : ApplyDesign::flat_grid;
+  // GPUs: the persistent grid where commits remap, the flat grid elsewhere. A
+  // remapping commit's row moves no bytes, yet the flat grids launch every work
+  // item of every row (a whole row's threads for each commit of each step); the
+  // persistent grid moves the bytes of copies more slowly than the flat grid
+  // (perf_tests/DESIGN-NOTES.md).
+  const bool prefer_persistent = !host && s.remapping_commits && persistent_fits;
+  ApplyDesign apply = o.apply != ApplyDesign::automatic ? o.apply
+                      : host                            ? ApplyDesign::teams
+                      : prefer_persistent               ? ApplyDesign::persistent
+                                                        : ApplyDesign::flat_grid;
   if (apply == ApplyDesign::persistent && !persistent_fits) apply = host ? ApplyDesign::teams : ApplyDesign::flat_grid;
   p.apply = apply;
   // validate()
@@ -161,6 +171,7 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // validate_and_apply(): on hosts every team or block would repeat the loads of every row on the CPU.
   const bool flat_fits = c <= 8 && c * s.row_bytes <= (std::int64_t(256) << 20);
   const FusedDesign automatic = host || p.sorted_validation ? FusedDesign::two_launches
+                                : prefer_persistent         ? FusedDesign::persistent
                                 : d.kokkos4 && flat_fits    ? FusedDesign::flat_grid
                                                             : FusedDesign::teams;
   const bool chosen = o.validate_and_apply != FusedDesign::automatic;

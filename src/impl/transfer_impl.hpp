@@ -363,6 +363,7 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   plan_shape.work_items = d.shape.work_items;
   plan_shape.longest_item = d.longest_item;
   plan_shape.row_bytes = d.shape.row_bytes;
+  plan_shape.remapping_commits = d.shape.positions > 0 && d.shape.remap != 0;
   d.launches = impl::choose_launch_plan(plan_shape, limits, d.options);
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
   d.exec = exec;
