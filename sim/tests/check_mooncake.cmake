@@ -8,19 +8,7 @@
 
 set(_common --trace ${TRACE} --trace-block-tokens 16 --page-tokens 4 --verify --no-progress --quiet)
 
-function(field out json)
-  string(JSON _v ERROR_VARIABLE _err GET "${json}" ${ARGN})
-  if(_err)
-    message(FATAL_ERROR "no field ${ARGN} in the report: ${_err}")
-  endif()
-  set(${out} ${_v} PARENT_SCOPE)
-endfunction()
-function(expect what)
-  if(NOT (${ARGN}))
-    message(FATAL_ERROR "${what}: failed (${ARGN})")
-  endif()
-  message(STATUS "ok: ${what}")
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/check_common.cmake)
 # run(NAME ARGS...): the report of one run in _json.
 macro(run name)
   execute_process(COMMAND ${SIM} ${_common} ${ARGN} --json ${OUT}/sim_mooncake_${name}.json RESULT_VARIABLE _rc)

@@ -8,19 +8,7 @@
 #   cmake -DJSON=report.json -DMODE=tp2 -P check_spec.cmake
 #     the two-rank run's faults (sim_tp2_spec): each refused with its code.
 
-function(field out json)
-  string(JSON _v ERROR_VARIABLE _err GET "${json}" ${ARGN})
-  if(_err)
-    message(FATAL_ERROR "no field ${ARGN} in the report: ${_err}")
-  endif()
-  set(${out} ${_v} PARENT_SCOPE)
-endfunction()
-function(expect what)
-  if(NOT (${ARGN}))
-    message(FATAL_ERROR "${what}: failed (${ARGN})")
-  endif()
-  message(STATUS "ok: ${what}")
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/check_common.cmake)
 function(run name)
   execute_process(COMMAND ${SIM} ${ARGN} --no-progress --quiet --json ${OUT}/sim_spec_${name}.json RESULT_VARIABLE _rc)
   if(NOT _rc EQUAL 0)

@@ -1,0 +1,15 @@
+# The helpers of the check_*.cmake scripts: field() reads a JSON report's
+# field (a missing one fails, naming it), expect() fails naming what it checks.
+function(field out json)
+  string(JSON _v ERROR_VARIABLE _err GET "${json}" ${ARGN})
+  if(_err)
+    message(FATAL_ERROR "no field ${ARGN} in the report: ${_err}")
+  endif()
+  set(${out} ${_v} PARENT_SCOPE)
+endfunction()
+function(expect what)
+  if(NOT (${ARGN}))
+    message(FATAL_ERROR "${what}: failed (${ARGN})")
+  endif()
+  message(STATUS "ok: ${what}")
+endfunction()
