@@ -15,6 +15,7 @@ const char* command_error_name(std::int32_t code) noexcept {
     case 4: return "alias_conflict";
     case 5: return "invalid_count";
     case 6: return "invalid_page";
+    case 7: return "row_in_use";
   }
   return "unknown";
 }

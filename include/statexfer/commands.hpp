@@ -28,6 +28,7 @@ enum class CommandError : std::int32_t {
   alias_conflict = 4,    ///< another live command writes what this one reads or writes (rows or pages)
   invalid_count = 5,     ///< num_ops is negative or larger than the capacity (every row)
   invalid_page = 6,      ///< the partial (or trailing) page is unmapped or past the usable page count
+  row_in_use = 7,        ///< with row claims (§15): another transfer's batch in flight reads or writes its rows
 };
 
 /// Values of StateCommands::operation (docs/CONTRACT.md §2, §12, §13). Operations
@@ -42,7 +43,7 @@ inline constexpr std::int32_t op_onload = 3;             ///< host row src -> de
 inline constexpr std::int32_t op_restore_from_host = 4;  ///< a restore whose source is host row src
 inline constexpr std::int32_t op_commit = 5;             ///< make the accepted position's state the slot's live state
 
-/// "none", "invalid_operation", ... ; "unknown" for values outside 0..6.
+/// "none", "invalid_operation", ... ; "unknown" for values outside 0..7.
 const char* to_string(CommandError code) noexcept;
 /// Same for the raw int32 stored in the errors array.
 const char* command_error_name(std::int32_t code) noexcept;

@@ -20,6 +20,8 @@
 #include "apply_kernel.hpp"
 #include "device_types.hpp"
 #include "flat_apply_kernel.hpp"
+#include "move_list.hpp"
+#include "row_claims.hpp"
 
 namespace statexfer::impl {
 
@@ -39,7 +41,9 @@ struct CompactApplyFunctor {
   Kokkos::View<const std::int32_t*, memory_space> errors;
   Kokkos::View<const RowPlan*, memory_space> plan;
   Kokkos::View<const WorkItem*, memory_space> items;
-  Kokkos::View<const std::int32_t*, memory_space> moves;                       // the compact plan
+  Kokkos::View<std::int32_t*, memory_space> moves;                             // the compact plan
+  Kokkos::View<std::int32_t*, memory_space> claims;                            // row claims (§15); empty: none
+  Kokkos::View<const std::int64_t*, memory_space> claimed;                     // what validate() claimed
   Kokkos::View<std::int64_t**, Kokkos::LayoutRight, memory_space> state_rows;  // written by remapping commits
   std::int32_t capacity = 1;
   std::int32_t items_per_row = 1;
@@ -80,6 +84,11 @@ struct CompactApplyFunctor {
         const int n = static_cast<int>(left < unit_bytes ? left : unit_bytes);
         flat_move_widest<words_per_thread>(dst, src, n, t, threads);
       }
+    }
+    // With row claims, the last team releases them once every team's bytes are written.
+    if (claims.extent(0) > 0 && last_team(team, &moves(apply_done))) {
+      release_claims(team, claims, claimed, moves(live_count));
+      Kokkos::single(Kokkos::PerTeam(team), [&] { moves(apply_done) = 0; });
     }
   }
 };

@@ -26,6 +26,7 @@ struct PlanShape {
   std::int64_t longest_item = 0;  // bytes
   std::int64_t row_bytes = 0;
   bool remapping_commits = false;  // speculative positions whose commits remap (docs/CONTRACT.md §13)
+  bool claims = false;             // row claims (docs/CONTRACT.md §15): a row is claimed once, by validate()
 };
 
 /// What the plan needs of the device and the kernels' policies (prepare() asks them).
@@ -203,7 +204,8 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const bool chosen = o.validate_and_apply != FusedDesign::automatic;
   const FusedDesign design = chosen ? o.validate_and_apply : automatic;
   p.validate_and_apply = FusedDesign::two_launches;
-  if (p.sorted_validation) return p;
+  // One launch decides a row in each of its blocks: no block could claim its rows for the others.
+  if (p.sorted_validation || s.claims) return p;
   if (design == FusedDesign::persistent) {
     if (persistent_fits) p.validate_and_apply = FusedDesign::persistent;
   } else if (design == FusedDesign::teams) {

@@ -23,20 +23,24 @@ KOKKOS_INLINE_FUNCTION int move_kind(std::int32_t code, std::int32_t flags) {
   return (flags & plan_remap) ? 2 : 1;
 }
 
-/// Called by every thread of every team of the deciding launch once its rows'
-/// codes and plans are written: true, on every thread of it, for the last team
-/// to get here. One team needs no atomic: its barrier publishes its writes.
+/// Called by every thread of every team of a launch once its writes are done:
+/// true, on every thread of it, for the last team to get here (`done` counts
+/// the teams; the caller sets it back to 0). One team needs no atomic: its
+/// barrier publishes its writes to itself.
 template <class Member>
 KOKKOS_INLINE_FUNCTION bool last_team(const Member& team, std::int32_t* done) {
+  if (team.league_size() == 1) {
+    team.team_barrier();
+    return true;
+  }
+  Kokkos::memory_fence();  // every thread's writes before the team's count
   team.team_barrier();
-  if (team.league_size() == 1) return true;
   int last = 0;
   Kokkos::single(
       Kokkos::PerTeam(team),
       [&](int& is_last) {
-        Kokkos::memory_fence();  // this team's codes and plans before its count
         is_last = Kokkos::atomic_fetch_add(done, 1) == team.league_size() - 1 ? 1 : 0;
-        if (is_last) Kokkos::memory_fence();  // every other team's, before the reads below
+        if (is_last) Kokkos::memory_fence();  // every other team's writes, before the reads that follow
       },
       last);
   return last != 0;
@@ -66,6 +70,7 @@ KOKKOS_INLINE_FUNCTION void build_move_list(const Member& team, const Plans& pla
   });
   Kokkos::single(Kokkos::PerTeam(team), [&] {
     if (live == 0) moves(move_count) = moves(remap_count) = 0;
+    moves(live_count) = live;
     moves(teams_done) = 0;
   });
 }

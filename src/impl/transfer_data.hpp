@@ -47,8 +47,10 @@ struct TransferData {
   TransferShape shape{};
   Kokkos::View<WorkItem*, memory_space> items;
   Kokkos::View<RowPlan*, memory_space> plan;
-  Kokkos::View<std::int32_t*, memory_space> moves;  // the compact plan (move_list.hpp): move_rows + C entries
-  SortedValidation<ExecutionSpace> sorted;          // capacities above max_capacity (the extension)
+  Kokkos::View<std::int32_t*, memory_space> moves;    // the compact plan (move_list.hpp): move_rows + C entries
+  RowClaims<ExecutionSpace> claims;                   // empty: none (docs/CONTRACT.md §15)
+  Kokkos::View<std::int64_t*, memory_space> claimed;  // with claims: what each live row holds, [2 C]
+  SortedValidation<ExecutionSpace> sorted;            // capacities above max_capacity (the extension)
   TransferOptions options;
   std::int64_t longest_item = 0;
   LaunchPlan launches;  // prepare()
@@ -105,6 +107,8 @@ struct TransferData {
     f.accepted = speculative.accepted;
     f.commit_positions = commands.commit_positions;
     f.moves = moves;
+    f.claims = claims.claims();
+    f.claimed = claimed;
     f.row_bases = RowBases{pool.backing().data(), host_tier.backing().data(), shape.row_bytes};
     f.shape = shape;
     f.lanes = std::max(1, launches.validate_vector_length);
@@ -152,6 +156,8 @@ struct TransferData {
     f.plan = plan;
     f.items = items;
     f.moves = moves;
+    f.claims = claims.claims();
+    f.claimed = claimed;
     f.state_rows = state_rows;
     f.capacity = static_cast<std::int32_t>(shape.capacity);
     f.items_per_row = shape.work_items;

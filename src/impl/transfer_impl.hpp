@@ -19,6 +19,7 @@
 #include <statexfer/transfer.hpp>
 
 #include "argument_checks.hpp"
+#include "claims_checks.hpp"
 #include "host_tier_checks.hpp"
 #include "instance_setup.hpp"
 #include "speculative_checks.hpp"
@@ -218,6 +219,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   if (!config.host_tier.empty()) impl::check_host_tier(pool, config.host_tier, caches, inputs, written);
   impl::check_speculative_ranges(config, commands, key_offset >= 0, inputs, written);
   const impl::ByteRange errors = impl::byte_range(commands.errors);
+  if (!config.claims.empty()) impl::check_claims(pool, config.host_tier, config.claims, inputs, written, errors);
   for (const auto& [name, range] : written)
     if (impl::ranges_overlap(errors, range))
       reject("commands.errors overlaps " + name + " (validate() writes the one, apply() the other)");
@@ -237,6 +239,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.requests = config.requests;
   d.host_tier = config.host_tier;
   d.speculative = config.speculative;
+  d.claims = config.claims;
 
   d.shape.capacity = c;
   d.shape.rows = pool.rows();
@@ -288,6 +291,9 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.plan = Kokkos::View<impl::RowPlan*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::plan"), cu);
   d.moves = Kokkos::View<std::int32_t*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::move_list"),
                                                       impl::move_rows + cu);
+  if (!d.claims.empty())
+    d.claimed =
+        Kokkos::View<std::int64_t*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::claimed"), 2 * cu);
   if (impl::SortedValidation<ExecutionSpace>::applies(c)) {
     const auto& o = config.options;
     d.sorted.allocate(
@@ -366,6 +372,7 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   plan_shape.longest_item = d.longest_item;
   plan_shape.row_bytes = d.shape.row_bytes;
   plan_shape.remapping_commits = d.shape.positions > 0 && d.shape.remap != 0;
+  plan_shape.claims = !d.claims.empty();
   d.launches = impl::choose_launch_plan(plan_shape, limits, d.options);
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
   d.exec = exec;

@@ -17,6 +17,49 @@
 
 namespace statexfer {
 
+namespace impl {
+
+// apply()'s designs that read the plan of every slot: the persistent grid, the flat grid, the teams.
+template <class ExecutionSpace>
+void launch_apply_plan(const TransferData<ExecutionSpace>& d, const ExecutionSpace& exec) {
+  using memory_space = typename ExecutionSpace::memory_space;
+  if (d.launches.apply == ApplyDesign::persistent) {
+    d.with_features([&](auto features) {
+      using functor = PersistentFunctor<ExecutionSpace, decltype(features)::value>;
+      const int team = std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : functor::team_threads;
+      auto policy = Kokkos::Experimental::require(
+          typename functor::policy_type(exec, d.launches.persistent_teams, team)
+              .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
+          Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+      Kokkos::parallel_for("statexfer::apply", policy, d.template persistent_functor<decltype(features)::value>(false));
+    });
+    return;
+  }
+  if (d.launches.apply == ApplyDesign::flat_grid) {
+    const std::int64_t threads = d.launches.work_items * d.launches.apply_item_threads;
+    auto launch = [&](auto f) {
+      auto policy = Kokkos::Experimental::require(typename decltype(f)::policy_type(exec, 0, threads),
+                                                  Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+      Kokkos::parallel_for("statexfer::apply", policy, f);
+    };
+    if (d.launches.apply_words == 1)
+      launch(d.template flat_functor<1>());
+    else if (d.launches.apply_words == 2)
+      launch(d.template flat_functor<2>());
+    else
+      launch(d.template flat_functor<4>());
+    return;
+  }
+  using functor = ApplyFunctor<ExecutionSpace>;
+  auto policy = Kokkos::Experimental::require(
+      typename functor::policy_type(exec, d.launches.work_items, d.launches.apply_team_size)
+          .set_scratch_size(0, Kokkos::PerTeam(d.launches.bulk_copies ? bulk_scratch_bytes : 0)),
+      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  Kokkos::parallel_for("statexfer::apply", policy, d.apply_functor());
+}
+
+}  // namespace impl
+
 template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate() const {
   validate(ready("validate", nullptr).exec);
@@ -50,6 +93,7 @@ template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
   const auto& d = ready("apply", &exec);
   if (d.launches.apply == ApplyDesign::compact && d.moves_current) {
+    // Its last team releases the row claims (docs/CONTRACT.md §15).
     using functor = impl::CompactApplyFunctor<ExecutionSpace>;
     const int team = functor::host ? 1 : functor::team_threads;
     auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, d.launches.compact_teams, team),
@@ -57,39 +101,15 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
     Kokkos::parallel_for("statexfer::apply", policy, d.compact_functor());
     return;
   }
-  if (d.launches.apply == ApplyDesign::persistent) {
-    d.with_features([&](auto features) {
-      using functor = impl::PersistentFunctor<ExecutionSpace, decltype(features)::value>;
-      const int team = std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : functor::team_threads;
-      auto policy = Kokkos::Experimental::require(
-          typename functor::policy_type(exec, d.launches.persistent_teams, team)
-              .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
-          Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-      Kokkos::parallel_for("statexfer::apply", policy, d.template persistent_functor<decltype(features)::value>(false));
-    });
-    return;
+  impl::launch_apply_plan(d, exec);
+  if (!d.claims.empty()) {
+    // The other designs: one team after them releases the row claims.
+    using functor = impl::ReleaseClaimsFunctor<ExecutionSpace>;
+    const int team = std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128;
+    auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, 1, team),
+                                                Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+    Kokkos::parallel_for("statexfer::release_claims", policy, functor{d.claims.claims(), d.claimed, d.moves});
   }
-  if (d.launches.apply == ApplyDesign::flat_grid) {
-    const std::int64_t threads = d.launches.work_items * d.launches.apply_item_threads;
-    auto launch = [&](auto f) {
-      auto policy = Kokkos::Experimental::require(typename decltype(f)::policy_type(exec, 0, threads),
-                                                  Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-      Kokkos::parallel_for("statexfer::apply", policy, f);
-    };
-    if (d.launches.apply_words == 1)
-      launch(d.template flat_functor<1>());
-    else if (d.launches.apply_words == 2)
-      launch(d.template flat_functor<2>());
-    else
-      launch(d.template flat_functor<4>());
-    return;
-  }
-  using functor = impl::ApplyFunctor<ExecutionSpace>;
-  auto policy = Kokkos::Experimental::require(
-      typename functor::policy_type(exec, d.launches.work_items, d.launches.apply_team_size)
-          .set_scratch_size(0, Kokkos::PerTeam(d.launches.bulk_copies ? impl::bulk_scratch_bytes : 0)),
-      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-  Kokkos::parallel_for("statexfer::apply", policy, d.apply_functor());
 }
 
 template <class ExecutionSpace>

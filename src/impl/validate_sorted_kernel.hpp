@@ -318,6 +318,7 @@ struct SortedDecideFunctor {
     RowPlan p;
     const int bits = (conflict ? 1 : 0) | (t_conflict[0] ? 2 : 0) | (t_conflict[1] ? 4 : 0);
     base.finish(q, k, bits, lim, code, p);
+    base.claim(r, q, lim, code, p);
     base.errors(r) = code;
     base.plan(r) = p;
     base.record_commit(r, q, lim);
