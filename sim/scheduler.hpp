@@ -111,10 +111,27 @@ class Scheduler {
     std::size_t next_point = 0;  // the first snapshot point past `consumed`
   };
 
+  /// The first positions whose KV entries (`kv`) and draft entries (`draft`)
+  /// the snapshot at endpoint `e` saves: its partial page, and for draft planes
+  /// the page before it too (the draft entry of position p is token p - 1's).
+  struct SavedFrom {
+    std::int64_t kv, draft;
+  };
+
   std::int64_t pages_needed(std::int64_t request) const;
   double arrival(std::int64_t request) const;
+  SavedFrom saved_from(std::int64_t e) const;
   bool admit(std::int64_t slot);
   std::int64_t advance(std::int64_t slot, std::int64_t tokens, Model& model);
+  // The snapshot points at or before the slot's endpoint are behind it.
+  static void skip_passed_points(Slot& sl);
+  // A row for a snapshot of the slot's prefix at its endpoint, unless the
+  // prefix is cached or no row is free: true when the next batch snapshots it.
+  bool reserve_snapshot(Slot& sl, bool completion);
+  // The slot's request consumed its last token: true when a completion
+  // snapshot (a point of the policy) drains it next batch, else it joins
+  // `finished` (freed at the end of the step).
+  bool drain_or_finish(std::int64_t slot, std::vector<std::int64_t>& finished);
   void finish_request(std::int64_t slot);
   // Speculative decoding (speculate.cpp): one request's step at a committed
   // endpoint (a snapshot, its completion, or a verify); a commit's result.
