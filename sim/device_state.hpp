@@ -30,6 +30,7 @@
 #include "content.hpp"
 #include "geometry.hpp"
 #include "sim_config.hpp"
+#include "state_rows.hpp"
 
 namespace statexfer::sim {
 
@@ -114,8 +115,7 @@ class DeviceState {
   /// run_transfer() fences before the next batch rewrites it).
   void upload_batch(const Batch& batch) {
     host_batch_.clear();
-    for (const BatchEntry& b : batch)
-      host_batch_.push_back({b.cmd.slot, b.cmd.src, b.cmd.dst, b.cmd.op, b.cmd.end, b.cmd.key});
+    for (const BatchEntry& b : batch) host_batch_.push_back(b.cmd);
     commands_.upload(exec_, host_batch_);
   }
 
@@ -155,12 +155,13 @@ class DeviceState {
 
   /// The codes of the first `count` command rows, and (`positions`, when
   /// given) the accepted counts validate() read for them (commit_positions,
-  /// -1 but for commits): one copy, the two arrays are adjacent.
+  /// -1 but for commits): one copy of StateCommands::outputs().
   std::vector<std::int32_t> errors(std::size_t count, std::vector<std::int32_t>* positions = nullptr) {
-    Kokkos::deep_copy(exec_, h_outputs_, outputs_);
+    Kokkos::deep_copy(exec_, h_outputs_, commands_.outputs());
     exec_.fence();
-    const auto* codes = reinterpret_cast<const std::int32_t*>(h_outputs_.data());
-    if (positions != nullptr) positions->assign(codes + positions_at_, codes + positions_at_ + count);
+    const std::int32_t* codes = h_outputs_.data();
+    const std::int32_t* read = codes + commands_.capacity();  // commit_positions
+    if (positions != nullptr) positions->assign(read, read + count);
     return std::vector<std::int32_t>(codes, codes + count);
   }
 
@@ -219,21 +220,18 @@ class DeviceState {
     draft_tables_ = statexfer::PageTable<Exec>("sim::draft_tables", C, W);
     Kokkos::deep_copy(tables_, -1);
     Kokkos::deep_copy(draft_tables_, -1);
-    state_rows_ = statexfer::StateRows<Exec>("sim::state_rows", C, 8);
+    state_rows_ = statexfer::StateRows<Exec>("sim::state_rows", C, HostStateRows::columns);
     auto h = Kokkos::create_mirror_view(state_rows_);
-    const std::vector<std::int64_t> initial = g_.initial_state_rows();
+    const HostStateRows initial = g_.initial_state_rows();
     for (std::int64_t s = 0; s < C; ++s)
-      for (std::int64_t j = 0; j < 8; ++j) h(s, j) = initial[static_cast<std::size_t>(s * 8 + j)];
+      for (std::int64_t j = 0; j < HostStateRows::columns; ++j) h(s, j) = initial(s, j);
     Kokkos::deep_copy(state_rows_, h);
     if (g_.positions > 0) accepted_ = Kokkos::View<std::int32_t*, Mem>("sim::accepted", C);
     requests_ = statexfer::RequestState<Exec>::allocate(C);
     if (g_.host_rows > 0) host_tier_ = statexfer::HostTier<Exec>(g_.layout, g_.host_rows);
     commands_ = statexfer::StateCommands<Exec>::allocate(C);
     host_batch_ = statexfer::CommandBatch<Exec>(C);
-    const statexfer::impl::CommandBlockLayout at(static_cast<std::size_t>(C));
-    outputs_ = Kokkos::subview(commands_.block, std::make_pair(at.errors, at.total));
-    h_outputs_ = Kokkos::View<std::uint8_t*, Kokkos::HostSpace>("sim::outputs", at.total - at.errors);
-    positions_at_ = static_cast<std::size_t>((at.commit_positions - at.errors) / 4);
+    h_outputs_ = Kokkos::View<std::int32_t*, Kokkos::HostSpace>("sim::outputs", commands_.outputs().extent(0));
   }
 
   void build_transfer() {
@@ -352,9 +350,7 @@ class DeviceState {
   std::optional<statexfer::PreparedStateTransfer<Exec>> transfer_;
   std::optional<statexfer::ErrorCombiner<Exec>> combiner_;
   statexfer::CommandBatch<Exec> host_batch_{1};
-  Kokkos::View<std::uint8_t*, Mem> outputs_;  // errors and commit_positions, in the command block
-  Kokkos::View<std::uint8_t*, Kokkos::HostSpace> h_outputs_;
-  std::size_t positions_at_ = 0;
+  Kokkos::View<std::int32_t*, Kokkos::HostSpace> h_outputs_;  // errors, then commit_positions
   Kokkos::View<std::int32_t*, Mem> accepted_;  // the sampler's accepted counts, [C] (speculative decoding)
   Kokkos::View<std::uint64_t*, Mem> bases_;
   Kokkos::View<FillJob*, Mem> jobs_d_;

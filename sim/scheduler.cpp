@@ -85,13 +85,13 @@ const Batch& Scheduler::plan_batch() {
   for (std::int64_t s = 0; s < C; ++s) {
     const Slot& sl = slots_[s];
     if (!sl.snapshot || !cache_.ready(sl.snapshot->row)) continue;  // its row's demotion applies first
-    batch_.push_back(
-        {{s, live_row(s), sl.snapshot->row, 0, sl.consumed, command_key(sl.snapshot->key)}, kind_snapshot, s});
+    batch_.push_back({Command::snapshot(s, live_row(s), sl.snapshot->row, sl.consumed, command_key(sl.snapshot->key)),
+                      kind_snapshot, s});
     (sl.snapshot->completion ? counts_.completion_snapshots : counts_.checkpoint_snapshots)++;
   }
   for (std::int64_t s = 0; s < C; ++s)
     if (slots_[s].phase == Slot::needs_reset) {
-      batch_.push_back({{s, -1, live_row(s), 1, 0}, kind_reset, s});
+      batch_.push_back({Command::reset(s, live_row(s)), kind_reset, s});
       slots_[s].phase = Slot::reset;
     }
   // The commits of the last step's verifies: the same command whatever the
@@ -99,7 +99,7 @@ const Batch& Scheduler::plan_batch() {
   // snapshot of the same slot (advance_requests() decides one or the other).
   for (std::int64_t s = 0; s < C; ++s)
     if (const auto& v = slots_[s].verify)
-      batch_.push_back({{s, -1, -1, statexfer::op_commit, v->end}, kind_commit, s, v->drafts, v->accepted});
+      batch_.push_back({Command::commit(s, v->end), kind_commit, s, v->drafts, v->accepted});
   // Moves in the room the admissions leave (one command per free slot at most).
   std::int64_t room = C - static_cast<std::int64_t>(batch_.size());
   std::int64_t free_slots = 0;
@@ -108,10 +108,9 @@ const Batch& Scheduler::plan_batch() {
   moves_ = cache_.take_moves(room);
   for (std::size_t i = 0; i < moves_.size(); ++i) {
     const PrefixCache::Move& m = moves_[i];
-    batch_.push_back(
-        {{-1, m.src, m.dst, m.offload ? statexfer::op_offload : statexfer::op_onload, m.key.len, command_key(m.key)},
-         m.offload ? kind_offload : kind_onload,
-         static_cast<std::int64_t>(i)});
+    const Command c = m.offload ? Command::offload(m.src, m.dst, m.key.len, command_key(m.key))
+                                : Command::onload(m.src, m.dst, m.key.len, command_key(m.key));
+    batch_.push_back({c, m.offload ? kind_offload : kind_onload, static_cast<std::int64_t>(i)});
   }
   // Nothing in flight and the next request still to come: the clock jumps to its arrival.
   if (free_slots == C && !queue_.empty()) now_ms_ = std::max(now_ms_, arrival(queue_.front()));
@@ -171,15 +170,17 @@ bool Scheduler::admit(std::int64_t s) {
         sl.restore_stream = sl.stream;
         sl.restore_stream.advance(sl.restore_end);
         // A host entry is restored from its host row directly (prefix_cache.hpp says why).
-        const std::int32_t op = found->host ? statexfer::op_restore_from_host : statexfer::op_copy;
-        batch_.push_back({{s, found->row, live_row(s), op, sl.restore_end, command_key(keys[i])}, kind_restore, s});
+        const std::int64_t key = command_key(keys[i]);
+        batch_.push_back({found->host ? Command::restore_from_host(s, found->row, live_row(s), sl.restore_end, key)
+                                      : Command::restore(s, found->row, live_row(s), sl.restore_end, key),
+                          kind_restore, s});
         counts_.hits++;
         (found->host ? counts_.host_hits : counts_.device_hits)++;
         return true;
       }
     }
     sl.phase = Slot::reset;
-    batch_.push_back({{s, -1, live_row(s), 1, 0}, kind_reset, s});
+    batch_.push_back({Command::reset(s, live_row(s)), kind_reset, s});
     counts_.misses++;
     return true;
   }

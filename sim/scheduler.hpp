@@ -20,6 +20,7 @@
 #include "model.hpp"
 #include "prefix_cache.hpp"
 #include "sim_config.hpp"
+#include "state_rows.hpp"
 #include "workload.hpp"
 
 namespace statexfer::sim {
@@ -71,11 +72,11 @@ class Scheduler {
     return out;
   }
 
-  /// The host's mirror of the state rows, [capacity, 8] row-major: column 0
-  /// each slot's live row (a remapping commit swaps it with a position row),
-  /// columns 1..K its position rows. Every command names live rows from here.
-  const std::vector<std::int64_t>& state_rows() const { return rows_; }
-  std::int64_t live_row(std::int64_t slot) const { return rows_[static_cast<std::size_t>(slot * 8)]; }
+  /// The host's mirror of the state rows: column 0 each slot's live row (a
+  /// remapping commit swaps it with a position row), columns 1..K its position
+  /// rows. Every command names live rows from here.
+  const HostStateRows& state_rows() const { return rows_; }
+  std::int64_t live_row(std::int64_t slot) const { return rows_.live(slot); }
 
   const SchedulerCounts& counts() const { return counts_; }
   const PrefixCache& prefix_cache() const { return cache_; }
@@ -146,7 +147,7 @@ class Scheduler {
   std::vector<Slot> slots_;
   Batch batch_;
   std::vector<PrefixCache::Move> moves_;  // this step's offloads and onloads
-  std::vector<std::int64_t> rows_;        // the state rows' mirror, [C, 8]
+  HostStateRows rows_;                    // the state rows' mirror
   std::deque<std::int64_t> queue_;
   std::vector<char> done_;
   PrefixCache cache_;

@@ -60,7 +60,7 @@ void Scheduler::verify(std::int64_t s, std::int64_t e, bool point, std::int64_t 
   TokenStream own = sl.stream;
   std::uint64_t previous = kv_seed(own.key()), leave = 0;
   for (std::int64_t j = 0; j <= drafts; ++j) {
-    const std::int64_t position = n + j, row = rows_[static_cast<std::size_t>(s * 8 + j)];
+    const std::int64_t position = n + j, row = rows_(s, j);
     std::uint64_t seed = 0, state = 0;
     if (j <= a) {
       own.advance();
@@ -102,8 +102,7 @@ void Scheduler::committed(std::int64_t s, bool ok) {
   counts_.accepted_drafts += v.accepted;
   counts_.accepted_histogram[static_cast<std::size_t>(v.accepted)]++;
   // The device swapped the slot's live row and position row a; so does the mirror.
-  if (!cfg_.commit_copy && v.accepted > 0)
-    std::swap(rows_[static_cast<std::size_t>(s * 8)], rows_[static_cast<std::size_t>(s * 8 + v.accepted)]);
+  if (!cfg_.commit_copy && v.accepted > 0) std::swap(rows_(s, 0), rows_(s, v.accepted));
 }
 
 }  // namespace statexfer::sim
