@@ -10,6 +10,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -33,6 +34,21 @@
 #include "state_rows.hpp"
 
 namespace statexfer::sim {
+
+#ifdef KOKKOS_ENABLE_CUDA
+/// std::runtime_error naming the call and CUDA's message unless `status` is cudaSuccess.
+inline void cuda_check(cudaError_t status, const char* call) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorName(status) + ": " +
+                             cudaGetErrorString(status));
+}
+/// The same on stderr, for the calls of a destructor.
+inline void cuda_report(cudaError_t status, const char* call) noexcept {
+  if (status != cudaSuccess)
+    std::fprintf(stderr, "statexfer-sim: %s failed: %s: %s\n", call, cudaGetErrorName(status),
+                 cudaGetErrorString(status));
+}
+#endif
 
 /// The model's writes of one step, on the device.
 template <class Exec>
@@ -66,12 +82,7 @@ class DeviceState {
   DeviceState(const DeviceState&) = delete;
   DeviceState& operator=(const DeviceState&) = delete;
 
-  ~DeviceState() {
-#ifdef KOKKOS_ENABLE_CUDA
-    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>)
-      for (auto g : graphs_) cudaGraphExecDestroy(g);
-#endif
-  }
+  ~DeviceState() { release(); }
 
 #ifdef STATEXFER_HAVE_NCCL
   void set_nccl(ncclComm_t comm) { nccl_comm_ = comm; }
@@ -269,12 +280,34 @@ class DeviceState {
   Exec make_instance() {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
-      if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess)
-        throw std::runtime_error("cudaStreamCreateWithFlags failed");
+      cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
       return Exec(stream_);
     }
 #endif
     return Exec();
+  }
+
+  // The graphs, then the stream: what holds an instance on the stream (the
+  // transfer, the combiner, exec_) lets go of it first. Errors are reported,
+  // not thrown (a destructor).
+  void release() noexcept {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+      if (stream_ == nullptr && graphs_.empty()) return;
+      try {
+        exec_.fence();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "statexfer-sim: fence before the release: %s\n", e.what());
+      }
+      for (cudaGraphExec_t g : graphs_) cuda_report(cudaGraphExecDestroy(g), "cudaGraphExecDestroy");
+      graphs_.clear();
+      transfer_.reset();
+      combiner_.reset();
+      exec_ = Exec();
+      if (stream_ != nullptr) cuda_report(cudaStreamDestroy(stream_), "cudaStreamDestroy");
+      stream_ = nullptr;
+    }
+#endif
   }
 
   // CUDA: validate [+ combine] + apply captured once, replayed every step. The
@@ -285,16 +318,20 @@ class DeviceState {
     if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
       if (!cfg_.graphs) return;
       auto record = [&](auto&& body) {
-        cudaGraph_t graph;
-        cudaGraphExec_t instance;
-        if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal) != cudaSuccess)
-          throw std::runtime_error("cudaStreamBeginCapture failed");
-        body();
-        if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess)
-          throw std::runtime_error("cudaStreamEndCapture failed");
-        if (cudaGraphInstantiateWithFlags(&instance, graph, 0) != cudaSuccess)
-          throw std::runtime_error("cudaGraphInstantiate failed");
-        cudaGraphDestroy(graph);
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t instance = nullptr;
+        cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+        try {
+          body();
+        } catch (...) {  // leave the stream out of capture mode, then report what failed
+          cuda_report(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture (after a failed capture)");
+          if (graph != nullptr) cuda_report(cudaGraphDestroy(graph), "cudaGraphDestroy");
+          throw;
+        }
+        cuda_check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
+        const cudaError_t made = cudaGraphInstantiateWithFlags(&instance, graph, 0);
+        cuda_report(cudaGraphDestroy(graph), "cudaGraphDestroy");
+        cuda_check(made, "cudaGraphInstantiateWithFlags");
         graphs_.push_back(instance);
       };
       if (one_call()) {
@@ -317,10 +354,11 @@ class DeviceState {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
       if (!graphs_.empty()) {
-        cudaGraphLaunch(graphs_[0], stream_);
+        cuda_check(cudaGraphLaunch(graphs_[0], stream_),
+                   graphs_.size() == 2 ? "cudaGraphLaunch (validate)" : "cudaGraphLaunch (the transfer)");
         if (graphs_.size() == 2) {
           combiner_->combine(exec_);  // MPI: fences, reduces on the host
-          cudaGraphLaunch(graphs_[1], stream_);
+          cuda_check(cudaGraphLaunch(graphs_[1], stream_), "cudaGraphLaunch (apply)");
         }
         return;
       }
