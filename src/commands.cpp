@@ -52,6 +52,7 @@ const char* to_string(ApplyDesign design) noexcept {
     case ApplyDesign::teams: return "teams";
     case ApplyDesign::flat_grid: return "flat_grid";
     case ApplyDesign::persistent: return "persistent";
+    case ApplyDesign::compact: return "compact";
   }
   return "unknown";
 }

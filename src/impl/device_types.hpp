@@ -69,6 +69,14 @@ enum PlanFlag : std::int32_t {
   plan_remap = 512,              // a remapping commit: no bytes, two state-row entries swap
 };
 
+/// The compact plan validate() leaves beside the rows' plans (an int32 View of
+/// `move_rows + C` entries): the live rows with code 0 that move bytes, in row
+/// order from entry `move_rows`, and the remapping commits from the last entry
+/// backwards, so that apply() launches a fixed grid over what moves, whatever
+/// the capacity. `teams_done` counts the deciding launch's teams that have
+/// finished; the last one builds the list and sets it back to 0.
+enum MoveListEntry : std::int32_t { move_count = 0, remap_count = 1, teams_done = 2, move_rows = 3 };
+
 /// Device-side constants of a prepared transfer.
 struct TransferShape {
   std::int64_t capacity;   // C

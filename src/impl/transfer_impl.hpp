@@ -286,6 +286,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.items = Kokkos::View<impl::WorkItem*, memory_space>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::work_items"), work.size());
   d.plan = Kokkos::View<impl::RowPlan*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::plan"), cu);
+  d.moves = Kokkos::View<std::int32_t*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::move_list"),
+                                                      impl::move_rows + cu);
   if (impl::SortedValidation<ExecutionSpace>::applies(c)) {
     const auto& o = config.options;
     d.sorted.allocate(

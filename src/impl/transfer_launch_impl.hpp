@@ -25,6 +25,7 @@ void PreparedStateTransfer<ExecutionSpace>::validate() const {
 template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec) const {
   const auto& d = ready("validate", &exec);
+  d.moves_current = true;
   if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity))
     return d.sorted.launch(exec, d.validate_functor(), d.launches.validate_team_size);
   // The instantiation with only the optional checks this transfer has (validate_kernel.hpp).
@@ -48,6 +49,14 @@ void PreparedStateTransfer<ExecutionSpace>::apply() const {
 template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
   const auto& d = ready("apply", &exec);
+  if (d.launches.apply == ApplyDesign::compact && d.moves_current) {
+    using functor = impl::CompactApplyFunctor<ExecutionSpace>;
+    const int team = functor::host ? 1 : functor::team_threads;
+    auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, d.launches.compact_teams, team),
+                                                Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+    Kokkos::parallel_for("statexfer::apply", policy, d.compact_functor());
+    return;
+  }
   if (d.launches.apply == ApplyDesign::persistent) {
     d.with_features([&](auto features) {
       using functor = impl::PersistentFunctor<ExecutionSpace, decltype(features)::value>;
@@ -96,7 +105,8 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSp
     apply(exec);
     return;
   }
-  // One launch: blocks of the flat grid, or apply's teams, each deciding its row.
+  // One launch: blocks of the flat grid, or apply's teams, each deciding its row. No compact plan.
+  d.moves_current = false;
   auto launch = [&](auto f, std::int64_t league, int team, std::size_t scratch) {
     auto policy = Kokkos::Experimental::require(
         typename decltype(f)::policy_type(exec, league, team).set_scratch_size(0, Kokkos::PerTeam(scratch)),
@@ -146,8 +156,12 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   const std::string persistent = std::to_string(p.persistent_teams) + "x" +
                                  std::to_string(std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128) +
                                  " persistent (" + std::to_string(p.persistent_units) + " units an item)";
+  const std::string compact = std::to_string(p.compact_teams) + "x" +
+                              std::to_string(std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128) + " compact (" +
+                              std::to_string(p.compact_units) + " units an item)";
   const std::string apply =
-      p.apply == ApplyDesign::persistent ? persistent
+      p.apply == ApplyDesign::compact      ? compact
+      : p.apply == ApplyDesign::persistent ? persistent
       : p.apply == ApplyDesign::flat_grid
           ? items + "x" + std::to_string(p.apply_item_threads) + " flat (" + std::to_string(p.apply_words) +
                 " words a thread)"
