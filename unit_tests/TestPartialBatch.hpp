@@ -118,7 +118,8 @@ TEST(TEST_CATEGORY, partial_batches_match_the_oracle_at_every_capacity_and_desig
         if (!check.identical) continue;
         // The batch the oracle answered is the one meant: row 1 refused from 3 live rows, the others applied.
         for (std::int64_t r = 0; r < C; ++r)
-          EXPECT_EQ(ft::get<std::int32_t>(*check.expected.errors, r), live >= 3 && r == 1 ? 3 : 0) << what << " row " << r;
+          EXPECT_EQ(ft::get<std::int32_t>(*check.expected.errors, r), live >= 3 && r == 1 ? 3 : 0)
+              << what << " row " << r;
       }
     }
   }
@@ -183,7 +184,8 @@ TEST(TEST_CATEGORY, apply_after_one_launch_validate_and_apply_follows_its_plan) 
   // validate() + apply(): row 0 moves.
   EXPECT_EQ(b.run({ft::snapshot_cmd(0, 1, 5, 6)}), b.codes({}));
   // validate_and_apply(): row 0 refused (code 2: slot 5 of 4), rows 1 and 2 move.
-  const std::vector<ft::Command> batch = {ft::reset_cmd(5, 11), ft::snapshot_cmd(1, 2, 6, 6), ft::snapshot_cmd(2, 3, 7, 6)};
+  const std::vector<ft::Command> batch = {ft::reset_cmd(5, 11), ft::snapshot_cmd(1, 2, 6, 6),
+                                          ft::snapshot_cmd(2, 3, 7, 6)};
   b.sync();
   b.upload_commands(batch, 3);
   b.transfer->validate_and_apply(TEST_EXECSPACE());
