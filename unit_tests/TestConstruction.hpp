@@ -86,6 +86,26 @@ struct CtorArgs {
   statexfer::PreparedStateTransfer<Exec> make() const {
     return statexfer::PreparedStateTransfer<Exec>(pool, commands, tables, config);
   }
+
+  // Hand-made command arrays: StateCommands' arrays are unmanaged views of
+  // memory the caller owns, here for as long as these arguments live.
+  std::vector<Kokkos::View<std::int64_t*, Exec::memory_space>> owned64;
+  std::vector<Kokkos::View<std::int32_t*, Exec::memory_space>> owned32;
+  int64_view own64(std::size_t n) { return owned64.emplace_back("hand_made", n); }
+  int32_view own32(std::size_t n) { return owned32.emplace_back("hand_made", n); }
+
+  /// Commands whose every array has `n` elements (num_ops 1): what a caller who
+  /// allocates them by hand passes.
+  void hand_made_commands(std::size_t n) {
+    commands = statexfer::StateCommands<Exec>();
+    commands.request_slots = own64(n);
+    commands.source_slots = own64(n);
+    commands.destination_slots = own64(n);
+    commands.operation = own32(n);
+    commands.expected_consumed = own64(n);
+    commands.num_ops = own32(1);
+    commands.errors = own32(n);
+  }
 };
 
 /// Everything a failed construction must leave alone.
@@ -131,20 +151,6 @@ inline ::testing::AssertionResult accepts(const CtorArgs& s) {
     return ::testing::AssertionFailure() << "rejected: " << e.what();
   }
   return ::testing::AssertionSuccess();
-}
-
-/// Commands whose every array has `n` elements (num_ops 1): what a caller who
-/// allocates them by hand passes.
-inline statexfer::StateCommands<Exec> hand_made_commands(std::size_t n) {
-  statexfer::StateCommands<Exec> c;
-  c.request_slots = int64_view("request_slots", n);
-  c.source_slots = int64_view("source_slots", n);
-  c.destination_slots = int64_view("destination_slots", n);
-  c.operation = int32_view("operation", n);
-  c.expected_consumed = int64_view("expected_consumed", n);
-  c.num_ops = int32_view("num_ops", 1);
-  c.errors = int32_view("errors", n);
-  return c;
 }
 
 // ------------------------------------------------------------------ valid builds
@@ -243,7 +249,7 @@ TEST(TEST_CATEGORY, construction_capacity_of_hand_made_command_views) {
     SCOPED_TRACE("extent " + std::to_string(n));
     CtorArgs s(4, statexfer::test::test_layout(), 8196);
     const auto nu = static_cast<std::size_t>(n);
-    s.commands = hand_made_commands(nu);
+    s.hand_made_commands(nu);
     s.tables = statexfer::PageTable<Exec>("tables", nu, 4);
     s.config.state_rows = statexfer::StateRows<Exec>("state_rows", nu, 8);
     s.config.requests = statexfer::RequestState<Exec>::allocate(n);
@@ -251,7 +257,7 @@ TEST(TEST_CATEGORY, construction_capacity_of_hand_made_command_views) {
   }
   // The same hand-made Views of a valid extent are accepted.
   CtorArgs ok(4);
-  ok.commands = hand_made_commands(4);
+  ok.hand_made_commands(4);
   EXPECT_TRUE(accepts(ok));
 }
 
@@ -283,32 +289,32 @@ TEST(TEST_CATEGORY, construction_command_arrays_of_the_wrong_extent) {
     SCOPED_TRACE("extent " + std::to_string(n));
     {
       CtorArgs s;
-      s.commands.request_slots = int64_view("x", n);
+      s.commands.request_slots = s.own64(n);
       EXPECT_TRUE(rejects(s, {"commands.request_slots", "[4]"}));
     }
     {
       CtorArgs s;
-      s.commands.destination_slots = int64_view("x", n);
+      s.commands.destination_slots = s.own64(n);
       EXPECT_TRUE(rejects(s, {"commands.destination_slots", "[4]"}));
     }
     {
       CtorArgs s;
-      s.commands.operation = int32_view("x", n);
+      s.commands.operation = s.own32(n);
       EXPECT_TRUE(rejects(s, {"commands.operation", "int32", "[4]"}));
     }
     {
       CtorArgs s;
-      s.commands.expected_consumed = int64_view("x", n);
+      s.commands.expected_consumed = s.own64(n);
       EXPECT_TRUE(rejects(s, {"commands.expected_consumed", "[4]"}));
     }
     {
       CtorArgs s;
-      s.commands.errors = int32_view("x", n);
+      s.commands.errors = s.own32(n);
       EXPECT_TRUE(rejects(s, {"commands.errors", "[4]"}));
     }
     {
       CtorArgs s;
-      s.commands.num_ops = int32_view("x", n == 0 ? 0 : n);
+      s.commands.num_ops = s.own32(n == 0 ? 0 : n);
       EXPECT_TRUE(rejects(s, {"commands.num_ops", "[1]"}));
     }
   }
@@ -330,17 +336,17 @@ TEST(TEST_CATEGORY, construction_source_slots_of_the_wrong_extent) {
   // with the other six arrays must be the one the message names.
   {
     CtorArgs s(4, statexfer::test::test_layout(), 20);
-    s.commands.source_slots = int64_view("x", 5);  // not a capacity
+    s.commands.source_slots = s.own64(5);  // not a capacity
     EXPECT_TRUE(rejects(s, {"source_slots", "5"}));
   }
   {
     CtorArgs s(4, statexfer::test::test_layout(), 20);
-    s.commands.source_slots = int64_view("x", 8);  // a capacity, but not the others' 4
+    s.commands.source_slots = s.own64(8);  // a capacity, but not the others' 4
     EXPECT_TRUE(rejects(s, {"source_slots"}));
   }
   {
     CtorArgs s(4, statexfer::test::test_layout(), 20);
-    s.commands.source_slots = int64_view("x", 2);
+    s.commands.source_slots = s.own64(2);
     EXPECT_TRUE(rejects(s, {"source_slots"}));
   }
 }

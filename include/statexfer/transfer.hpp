@@ -44,7 +44,7 @@ struct TransferConfig {
   std::vector<PageBinding<ExecutionSpace>> pages;
   /// Tokens per physical KV page (> 0).
   std::int64_t page_tokens = 0;
-  /// int64 [C, 8]; column 0 is the live pool row of each request slot.
+  /// int64 [C, state_row_columns] (8); column 0 is the live pool row of each request slot.
   StateRows<ExecutionSpace> state_rows;
   /// Consumed tokens of each live request.
   RequestState<ExecutionSpace> requests;

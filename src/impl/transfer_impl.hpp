@@ -87,8 +87,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   if (static_cast<std::int64_t>(tables.extent(1)) > std::numeric_limits<std::int64_t>::max() / config.page_tokens)
     reject("page_tokens (" + std::to_string(config.page_tokens) + ") times the page table width W (" +
            std::to_string(tables.extent(1)) + ") must fit in int64");
-  if (config.state_rows.extent(0) != cu || config.state_rows.extent(1) != 8)
-    reject("state_rows must be int64 [" + std::to_string(c) + ", 8], got " +
+  if (config.state_rows.extent(0) != cu || config.state_rows.extent(1) != static_cast<std::size_t>(state_row_columns))
+    reject("state_rows must be int64 [" + std::to_string(c) + ", " + std::to_string(state_row_columns) + "], got " +
            shape_string(config.state_rows.extent(0), config.state_rows.extent(1)));
   impl::check_memory(config.state_rows, "state_rows");
   if (config.requests.capacity() != c)
