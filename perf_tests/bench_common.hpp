@@ -46,9 +46,9 @@ void fill_pattern(const View& v, int salt) {
 /// but the benchmark maps these variables to options so that one binary
 /// measures the designs (tools/gpu/apply-variants, device-run sorted-variants):
 /// STATEXFER_VALIDATE_AND_APPLY (0 two launches, 1 teams, 2 flat grid, 3 persistent),
-/// STATEXFER_APPLY_DESIGN (0 teams, 1 flat grid, 2 persistent),
-/// STATEXFER_APPLY_WORDS, STATEXFER_APPLY_TEAM_SIZE, STATEXFER_APPLY_TILE_BYTES,
-/// STATEXFER_APPLY_BULK, STATEXFER_VALIDATE_ROWS_PER_TEAM,
+/// STATEXFER_APPLY_DESIGN (0 teams, 1 flat grid, 2 persistent, 3 compact),
+/// STATEXFER_APPLY_WORDS (0: the teams), STATEXFER_APPLY_TEAMS, STATEXFER_APPLY_TEAM_SIZE,
+/// STATEXFER_APPLY_TILE_BYTES, STATEXFER_APPLY_BULK (0: no bulk copies), STATEXFER_VALIDATE_ROWS_PER_TEAM,
 /// STATEXFER_VALIDATE_PEERS_PER_LANE, STATEXFER_VALIDATE_CHUNK,
 /// STATEXFER_VALIDATE_GROUPS, STATEXFER_FUSED_BLOCK, STATEXFER_FUSED_ROUNDS.
 /// The transfer's constructor checks the values' ranges.
@@ -74,17 +74,23 @@ inline statexfer::TransferOptions options_from_environment() {
   if (apply == 0) o.apply = statexfer::ApplyDesign::teams;
   if (apply == 1) o.apply = statexfer::ApplyDesign::flat_grid;
   if (apply == 2) o.apply = statexfer::ApplyDesign::persistent;
-  read("STATEXFER_APPLY_WORDS", o.apply_words);
-  if (o.apply_words == 0) o.apply = statexfer::ApplyDesign::teams, o.apply_words = -1;  // the former spelling
-  read("STATEXFER_APPLY_TEAM_SIZE", o.apply_team_size);
-  read("STATEXFER_APPLY_TILE_BYTES", o.apply_tile_bytes);
-  read("STATEXFER_APPLY_BULK", o.apply_bulk_copies);
-  read("STATEXFER_VALIDATE_ROWS_PER_TEAM", o.validate_rows_per_team);
-  read("STATEXFER_VALIDATE_PEERS_PER_LANE", o.validate_peers_per_lane);
-  read("STATEXFER_VALIDATE_CHUNK", o.validate_chunk);
-  read("STATEXFER_VALIDATE_GROUPS", o.validate_groups);
-  read("STATEXFER_FUSED_BLOCK", o.fused_block);
-  read("STATEXFER_FUSED_ROUNDS", o.fused_rounds);
+  if (apply == 3) o.apply = statexfer::ApplyDesign::compact;
+  int words = -1;
+  read("STATEXFER_APPLY_WORDS", words);
+  if (words == 0) o.apply = statexfer::ApplyDesign::teams;  // the former spelling of the teams
+  if (words > 0) o.expert.apply_words = words;
+  read("STATEXFER_APPLY_TEAMS", o.expert.apply_teams);
+  read("STATEXFER_APPLY_TEAM_SIZE", o.expert.apply_team_size);
+  read("STATEXFER_APPLY_TILE_BYTES", o.expert.apply_tile_bytes);
+  int bulk = -1;
+  read("STATEXFER_APPLY_BULK", bulk);
+  o.expert.no_bulk_copies = bulk == 0;
+  read("STATEXFER_VALIDATE_ROWS_PER_TEAM", o.expert.validate_rows_per_team);
+  read("STATEXFER_VALIDATE_PEERS_PER_LANE", o.expert.validate_peers_per_lane);
+  read("STATEXFER_VALIDATE_CHUNK", o.expert.validate_chunk);
+  read("STATEXFER_VALIDATE_GROUPS", o.expert.validate_groups);
+  read("STATEXFER_FUSED_BLOCK", o.expert.fused_block);
+  read("STATEXFER_FUSED_ROUNDS", o.expert.fused_rounds);
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include <statexfer/commands.hpp>
 #include <statexfer/config.hpp>
 #include <statexfer/host_tier.hpp>
+#include <statexfer/launch_plan.hpp>
 #include <statexfer/layout.hpp>
 #include <statexfer/options.hpp>
 #include <statexfer/pool.hpp>
