@@ -12,8 +12,9 @@
 
 namespace statexfer::sim {
 
-/// Codes are counted by value 0..7 (statexfer::CommandError, row_in_use the
-/// last), then any other value in one slot.
+/// Codes are counted by value 0..7 (statexfer::CommandError up to row_in_use;
+/// the simulator issues no imports, whose codes 8..11 would be "other"), then
+/// any other value in one slot.
 inline constexpr int code_slots = 9;
 inline constexpr int code_slot(std::int32_t code) { return code >= 0 && code < code_slots - 1 ? code : code_slots - 1; }
 
