@@ -97,7 +97,10 @@ inline statexfer::TransferOptions options_from_environment() {
 /// What a Workload binds besides the shape's pool and pages.
 struct WorkloadOptions {
   std::int64_t host_rows = 0;  // > 0: a host tier of that many rows (BenchTier.cpp)
-  int positions = 0;           // > 0: speculative positions, K position rows a slot (BenchSpeculative.cpp)
+  // > 0: snapshot rows in the pool (at least the live commands), else C; a partly
+  // filled batch at a large C needs only its own (BenchPartial.cpp)
+  std::int64_t snapshot_rows = 0;
+  int positions = 0;  // > 0: speculative positions, K position rows a slot (BenchSpeculative.cpp)
   statexfer::CommitMove move = statexfer::CommitMove::remap;
   bool keys = false;                                                            // a prefix_key region
   statexfer::CommandPlacement placement = statexfer::CommandPlacement::device;  // the command arrays (BenchStep.cpp)
@@ -123,7 +126,8 @@ inline void copy_kernel(const Exec& e, const Kokkos::View<std::uint8_t*, Exec::m
 // An all-valid snapshot batch as the reference module's benchmark builds it:
 // every live row copies into its own snapshot row and saves its partial pages.
 // C = shape.capacity commands are written; num_ops = shape.live() of them run.
-// Rows: the null row, C live rows, C * K position rows, `gap` rows, C snapshot rows.
+// Rows: the null row, C live rows, C * K position rows, `gap` rows, S snapshot
+// rows (options.snapshot_rows, else C; command i < S snapshots into the i-th), a spare row.
 struct Workload {
   statexfer::StatePool<Exec> pool;
   statexfer::StateCommands<Exec> commands;
@@ -154,8 +158,12 @@ struct Workload {
       regions.push_back({trailing.back(), offset, 2 * s.page_bytes, statexfer::DType::uint8});
     }
     const std::int64_t row_bytes = std::max(s.row_bytes, offset);
+    const std::int64_t snapshots = options.snapshot_rows > 0 ? options.snapshot_rows : c;
+    if (snapshots < s.live())
+      throw std::invalid_argument("statexfer-bench: " + std::to_string(snapshots) + " snapshot rows for " +
+                                  std::to_string(s.live()) + " live commands");
     first_snapshot = c + 1 + c * k + s.gap;
-    const std::int64_t rows = first_snapshot + c + 1, page_count = c * s.width;
+    const std::int64_t rows = first_snapshot + snapshots + 1, page_count = c * s.width;
     pool = statexfer::StatePool<Exec>(statexfer::StateLayout(regions, row_bytes), rows, page_count);
     fill_pattern(pool.backing(), 17);
     commands = statexfer::StateCommands<Exec>::allocate(c, options.placement);
@@ -207,7 +215,7 @@ struct Workload {
     transfer = std::make_unique<statexfer::PreparedStateTransfer<Exec>>(pool, commands, tables, config);
     transfer->prepare(exec);
 
-    for (std::int64_t i = 0; i < c; ++i)
+    for (std::int64_t i = 0; i < std::min(c, snapshots); ++i)
       batch.set(i, statexfer::Command::snapshot(i, 1 + i, first_snapshot + i, endpoint));
     const std::int64_t live = s.live();
     batch.resize(live);
@@ -336,13 +344,16 @@ class Replayer {
 #endif
 };
 
-// Registration (BenchTransfer.cpp, BenchValidate.cpp), called by the main
-// before benchmark::Initialize with the shapes the command line selected.
+// Registration, called by the main before benchmark::Initialize with the
+// shapes the command line selected (register_transfer_shapes takes those of
+// Runner::transfer).
 void register_transfer_shapes(const std::vector<NamedShape>& shapes);
 void register_validate_capacity();
 void register_tier_benchmarks();         // --set tiers
 void register_speculative_benchmarks();  // --set speculative
 void register_step_benchmarks();         // --set steps
+// --set partial: the shapes of Runner::partial, and validate() at C = 64..4096 with 4 live commands
+void register_partial_benchmarks(const std::vector<NamedShape>& shapes);
 
 }  // namespace statexfer::bench
 
