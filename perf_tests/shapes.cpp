@@ -165,7 +165,8 @@ std::string format_spec(const NamedShape& s) {
 }
 
 const std::vector<std::string>& set_names() {
-  static const std::vector<std::string> names{"facts", "models", "tiers", "speculative", "steps", "partial"};
+  static const std::vector<std::string> names{"facts",       "models", "tiers",  "tier-streams",
+                                              "speculative", "steps",  "partial"};
   return names;
 }
 
@@ -285,10 +286,12 @@ std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend) 
             out.push_back({"partial/" + r.name + "/c" + std::to_string(c) + "/live" + std::to_string(live), s, false,
                            Runner::partial});
         }
-  } else if (name == "tiers" || name == "speculative" || name == "steps") {
-    // No transfer shapes: BenchTier.cpp, BenchSpeculative.cpp and BenchStep.cpp register their own batches.
+  } else if (name == "tiers" || name == "tier-streams" || name == "speculative" || name == "steps") {
+    // No transfer shapes: BenchTier.cpp, BenchTierStreams.cpp, BenchSpeculative.cpp and BenchStep.cpp
+    // register their own batches.
   } else {
-    throw SpecError("--set " + name + ": unknown set (known: facts, models, tiers, speculative, steps, partial, all)");
+    throw SpecError("--set " + name +
+                    ": unknown set (known: facts, models, tiers, tier-streams, speculative, steps, partial, all)");
   }
   return out;
 }
