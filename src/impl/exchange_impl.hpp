@@ -223,8 +223,7 @@ void PreparedExport<ExecutionSpace>::validate(const ExecutionSpace& exec) const 
   d.require_prepared("PreparedExport", "validate");
   using functor = impl::ExportValidateFunctor<ExecutionSpace>;
   d.launch("statexfer::export_validate", exec, 1, d.decide_team,
-           functor::scratch_bytes(d.views.capacity) + impl::list_scratch_bytes(d.decide_team),
-           functor{d.views});
+           functor::scratch_bytes(d.views.capacity) + impl::list_scratch_bytes(d.decide_team), functor{d.views});
 }
 
 template <class ExecutionSpace>
