@@ -9,9 +9,23 @@
 #     source package (cmake/fetch-kokkos.sh), patched the same way.
 # Built installs live under STATEXFER_DEPS_DIR, one per source, patch set and
 # backend set, and are reused by every build folder that asks for the same.
-
-set(STATEXFER_DEPS_DIR "${PROJECT_SOURCE_DIR}/.deps" CACHE PATH
-    "Where the bundled Kokkos sources and installs are kept")
+#
+# STATEXFER_DEPS_DIR is outside the source tree by default, in the user's cache
+# folder, so that every clone and build folder of one user shares the Kokkos
+# builds (a clean clone, as CI takes, finds the developer's): the environment
+# variable of that name, else $XDG_CACHE_HOME/statexfer/deps, else
+# ~/.cache/statexfer/deps, else .deps in the source tree.
+if(NOT "$ENV{STATEXFER_DEPS_DIR}" STREQUAL "")
+  set(_statexfer_deps_default "$ENV{STATEXFER_DEPS_DIR}")
+elseif(NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
+  set(_statexfer_deps_default "$ENV{XDG_CACHE_HOME}/statexfer/deps")
+elseif(NOT "$ENV{HOME}" STREQUAL "")
+  set(_statexfer_deps_default "$ENV{HOME}/.cache/statexfer/deps")
+else()
+  set(_statexfer_deps_default "${PROJECT_SOURCE_DIR}/.deps")
+endif()
+set(STATEXFER_DEPS_DIR "${_statexfer_deps_default}" CACHE PATH
+    "Where the bundled Kokkos sources and installs are kept (shared by every clone and build folder)")
 set(STATEXFER_KOKKOS_SOURCE "" CACHE STRING
     "A Kokkos source to build instead of the bundled 3.4.01: a release tarball (.tar.gz, .tar.xz, .zip) or a source folder")
 set(STATEXFER_KOKKOS_REQUIRE_VERSION "" CACHE STRING
@@ -31,6 +45,13 @@ function(_statexfer_bundled_install name source_dir key out_prefix)
   string(SUBSTRING "${hash}" 0 12 hash)
   set(prefix "${STATEXFER_DEPS_DIR}/install/${name}-${hash}")
   set(${out_prefix} "${prefix}" PARENT_SCOPE)
+  if(EXISTS "${prefix}/.complete")
+    return()
+  endif()
+  # One configure at a time builds a given install; others wait for it and
+  # take it. Different installs build side by side.
+  file(MAKE_DIRECTORY "${STATEXFER_DEPS_DIR}/install")
+  file(LOCK "${prefix}.lock" GUARD FUNCTION TIMEOUT 7200)
   if(EXISTS "${prefix}/.complete")
     return()
   endif()
@@ -237,8 +258,8 @@ else()
                         "(for example kokkos-4.6.01.tar.gz), or Kokkos_ROOT to an installed Kokkos")
   endif()
   file(MAKE_DIRECTORY "${STATEXFER_DEPS_DIR}")
-  # One configure at a time may fetch or build into the shared folder.
-  file(LOCK "${STATEXFER_DEPS_DIR}/.lock" GUARD FILE TIMEOUT 3600)
+  # One configure at a time fetches or extracts sources into the shared folder.
+  file(LOCK "${STATEXFER_DEPS_DIR}/.lock" TIMEOUT 3600)
   if(STATEXFER_KOKKOS_SOURCE)
     set(STATEXFER_KOKKOS_ORIGIN "source")
     _statexfer_kokkos_from_source("${STATEXFER_KOKKOS_SOURCE}" _kokkos_src _kokkos_version _stamp)
@@ -253,6 +274,7 @@ else()
     set(_kokkos_version 3.4.01)
     set(_kokkos_name kokkos)
   endif()
+  file(LOCK "${STATEXFER_DEPS_DIR}/.lock" RELEASE)
   _statexfer_kokkos_args(${_kokkos_version} _kokkos_args)
   _statexfer_bundled_install(${_kokkos_name} "${_kokkos_src}" "${_stamp};${CMAKE_CXX_COMPILER};${_kokkos_args}"
                              _kokkos_prefix ${_kokkos_args})
