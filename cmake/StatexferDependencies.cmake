@@ -193,10 +193,15 @@ function(_statexfer_kokkos_args version out)
   list(APPEND args -DKokkos_ENABLE_TESTS=OFF -DKokkos_ENABLE_EXAMPLES=OFF)
   foreach(backend IN LISTS STATEXFER_KOKKOS_BACKENDS)
     string(TOUPPER "${backend}" backend)
-    if(NOT backend MATCHES "^(SERIAL|OPENMP|CUDA|HIP)$")
-      message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_BACKENDS: unknown backend '${backend}' (SERIAL, OPENMP, CUDA, HIP)")
+    if(NOT backend MATCHES "^(SERIAL|OPENMP|THREADS|CUDA|HIP)$")
+      message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_BACKENDS: unknown backend '${backend}' "
+                          "(SERIAL, OPENMP, THREADS, CUDA, HIP)")
     endif()
-    list(APPEND args -DKokkos_ENABLE_${backend}=ON)
+    if(backend STREQUAL "THREADS" AND version VERSION_LESS 4.0)
+      list(APPEND args -DKokkos_ENABLE_PTHREAD=ON)  # 3.x's name of the Threads backend
+    else()
+      list(APPEND args -DKokkos_ENABLE_${backend}=ON)
+    endif()
     if(backend STREQUAL "CUDA")
       if(NOT STATEXFER_CUDA_ARCH MATCHES "^(HOPPER90|AMPERE80)$")
         message(FATAL_ERROR "statexfer: STATEXFER_CUDA_ARCH must be HOPPER90 or AMPERE80, got '${STATEXFER_CUDA_ARCH}'")
@@ -292,22 +297,46 @@ if(NOT STATEXFER_KOKKOS_REQUIRE_VERSION STREQUAL "" AND NOT Kokkos_VERSION MATCH
   message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_REQUIRE_VERSION is ${STATEXFER_KOKKOS_REQUIRE_VERSION}, "
                       "found Kokkos ${Kokkos_VERSION} at ${Kokkos_DIR}")
 endif()
+# The library is compiled (src/transfer_<backend>.cpp, src/combine_<backend>.cpp)
+# for every execution space of these backends the Kokkos has. Kokkos 3.x names
+# the Threads backend Pthread.
 kokkos_check(DEVICES Serial RETURN_VALUE STATEXFER_HAVE_SERIAL)
 kokkos_check(DEVICES OpenMP RETURN_VALUE STATEXFER_HAVE_OPENMP)
+kokkos_check(DEVICES Threads RETURN_VALUE STATEXFER_HAVE_THREADS)
+set(_statexfer_threads_name Threads)
+if(NOT STATEXFER_HAVE_THREADS AND Kokkos_VERSION VERSION_LESS 4.0)
+  kokkos_check(DEVICES Pthread RETURN_VALUE STATEXFER_HAVE_THREADS)
+  set(_statexfer_threads_name Pthread)
+endif()
 kokkos_check(DEVICES Cuda RETURN_VALUE STATEXFER_HAVE_CUDA)
 kokkos_check(DEVICES HIP RETURN_VALUE STATEXFER_HAVE_HIP)
 if(STATEXFER_HAVE_CUDA AND Kokkos_VERSION VERSION_LESS 4.0)
   kokkos_check(OPTIONS CUDA_LAMBDA)   # always on from 4.0
 endif()
+# The other backends have no instantiation: a Kokkos with one of them (its
+# default execution space, or one a caller names) would fail only at link time.
+foreach(_device HPX SYCL OpenMPTarget OpenACC)
+  kokkos_check(DEVICES ${_device} RETURN_VALUE _statexfer_has_other)
+  if(_statexfer_has_other)
+    message(FATAL_ERROR "statexfer: the Kokkos at ${Kokkos_DIR} has the ${_device} backend, which statexfer does not "
+                        "support: the library is compiled for Serial, OpenMP, Threads, Cuda and HIP only. Build "
+                        "against a Kokkos without ${_device} (Kokkos_ROOT), or let statexfer build one "
+                        "(STATEXFER_KOKKOS_BACKENDS).")
+  endif()
+endforeach()
 set(STATEXFER_KOKKOS_DEVICES "")
-foreach(_device Serial OpenMP Cuda HIP)
+foreach(_device Serial OpenMP Threads Cuda HIP)
   string(TOUPPER "${_device}" _upper)
   if(STATEXFER_HAVE_${_upper})
+    if(_device STREQUAL "Threads")
+      set(_device ${_statexfer_threads_name})  # the name the package config checks again
+    endif()
     list(APPEND STATEXFER_KOKKOS_DEVICES ${_device})
   endif()
 endforeach()
 message(STATUS "statexfer: Kokkos ${Kokkos_VERSION} (${STATEXFER_KOKKOS_ORIGIN}, ${Kokkos_DIR}); Serial ${STATEXFER_HAVE_SERIAL}, "
-               "OpenMP ${STATEXFER_HAVE_OPENMP}, Cuda ${STATEXFER_HAVE_CUDA}, HIP ${STATEXFER_HAVE_HIP}")
+               "OpenMP ${STATEXFER_HAVE_OPENMP}, Threads ${STATEXFER_HAVE_THREADS}, Cuda ${STATEXFER_HAVE_CUDA}, "
+               "HIP ${STATEXFER_HAVE_HIP}")
 
 if(STATEXFER_ENABLE_KOKKOSKERNELS)
   if(STATEXFER_KOKKOS_ORIGIN STREQUAL "bundled")
