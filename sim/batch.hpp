@@ -1,24 +1,16 @@
 #ifndef STATEXFER_SIM_BATCH_HPP
 #define STATEXFER_SIM_BATCH_HPP
 
-// One step's commands as the host builds them.
+// One step's commands as the host builds them: statexfer::Command rows (the
+// library's type, built with its named constructors), each with what the
+// scheduler needs to take its code back.
 
 #include <cstdint>
 #include <vector>
 
-namespace statexfer::sim {
+#include <statexfer/commands.hpp>
 
-/// One command row: request slot, source and destination rows, operation (0
-/// copy, 1 reset; with a host tier 2 offload, 3 onload, 4 restore from a host
-/// row; with speculative decoding 5 commit), expected consumed tokens (the
-/// prefix endpoint; a commit: the live row's after the verify) and the prefix
-/// key (read with a prefix_key region: stamped by a snapshot, proved by reads).
-struct Command {
-  std::int64_t slot = -1, src = -1, dst = -1;
-  std::int32_t op = 0;
-  std::int64_t end = -1;
-  std::int64_t key = 0;
-};
+namespace statexfer::sim {
 
 /// A restore from the host tier is a kind_restore with operation 4; offloads
 /// and onloads move prefix-cache rows between the tiers (no request slot); a

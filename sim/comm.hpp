@@ -23,9 +23,9 @@ struct Comm {
 
   bool distributed() const { return size > 1; }
 
-  std::int64_t min(std::int64_t v) const { return reduce(v, 0); }
-  std::int64_t max(std::int64_t v) const { return reduce(v, 1); }
-  std::int64_t sum(std::int64_t v) const { return reduce(v, 2); }
+  std::int64_t min(std::int64_t v) const { return reduce(v, Reduce::min); }
+  std::int64_t max(std::int64_t v) const { return reduce(v, Reduce::max); }
+  std::int64_t sum(std::int64_t v) const { return reduce(v, Reduce::sum); }
   double max(double v) const {
 #ifdef STATEXFER_HAVE_MPI
     if (distributed()) MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, comm);
@@ -39,11 +39,13 @@ struct Comm {
   }
 
  private:
-  std::int64_t reduce(std::int64_t v, int op) const {
+  enum class Reduce { min, max, sum };
+  std::int64_t reduce(std::int64_t v, Reduce op) const {
 #ifdef STATEXFER_HAVE_MPI
     if (distributed()) {
       long long x = v;
-      MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_LONG_LONG, op == 0 ? MPI_MIN : op == 1 ? MPI_MAX : MPI_SUM, comm);
+      const MPI_Op mpi_op = op == Reduce::min ? MPI_MIN : op == Reduce::max ? MPI_MAX : MPI_SUM;
+      MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_LONG_LONG, mpi_op, comm);
       return x;
     }
 #endif

@@ -10,6 +10,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -30,8 +31,24 @@
 #include "content.hpp"
 #include "geometry.hpp"
 #include "sim_config.hpp"
+#include "state_rows.hpp"
 
 namespace statexfer::sim {
+
+#ifdef KOKKOS_ENABLE_CUDA
+/// std::runtime_error naming the call and CUDA's message unless `status` is cudaSuccess.
+inline void cuda_check(cudaError_t status, const char* call) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorName(status) + ": " +
+                             cudaGetErrorString(status));
+}
+/// The same on stderr, for the calls of a destructor.
+inline void cuda_report(cudaError_t status, const char* call) noexcept {
+  if (status != cudaSuccess)
+    std::fprintf(stderr, "statexfer-sim: %s failed: %s: %s\n", call, cudaGetErrorName(status),
+                 cudaGetErrorString(status));
+}
+#endif
 
 /// The model's writes of one step, on the device.
 template <class Exec>
@@ -65,12 +82,7 @@ class DeviceState {
   DeviceState(const DeviceState&) = delete;
   DeviceState& operator=(const DeviceState&) = delete;
 
-  ~DeviceState() {
-#ifdef KOKKOS_ENABLE_CUDA
-    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>)
-      for (auto g : graphs_) cudaGraphExecDestroy(g);
-#endif
-  }
+  ~DeviceState() { release(); }
 
 #ifdef STATEXFER_HAVE_NCCL
   void set_nccl(ncclComm_t comm) { nccl_comm_ = comm; }
@@ -114,8 +126,7 @@ class DeviceState {
   /// run_transfer() fences before the next batch rewrites it).
   void upload_batch(const Batch& batch) {
     host_batch_.clear();
-    for (const BatchEntry& b : batch)
-      host_batch_.push_back({b.cmd.slot, b.cmd.src, b.cmd.dst, b.cmd.op, b.cmd.end, b.cmd.key});
+    for (const BatchEntry& b : batch) host_batch_.push_back(b.cmd);
     commands_.upload(exec_, host_batch_);
   }
 
@@ -155,12 +166,13 @@ class DeviceState {
 
   /// The codes of the first `count` command rows, and (`positions`, when
   /// given) the accepted counts validate() read for them (commit_positions,
-  /// -1 but for commits): one copy, the two arrays are adjacent.
+  /// -1 but for commits): one copy of StateCommands::outputs().
   std::vector<std::int32_t> errors(std::size_t count, std::vector<std::int32_t>* positions = nullptr) {
-    Kokkos::deep_copy(exec_, h_outputs_, outputs_);
+    Kokkos::deep_copy(exec_, h_outputs_, commands_.outputs());
     exec_.fence();
-    const auto* codes = reinterpret_cast<const std::int32_t*>(h_outputs_.data());
-    if (positions != nullptr) positions->assign(codes + positions_at_, codes + positions_at_ + count);
+    const std::int32_t* codes = h_outputs_.data();
+    const std::int32_t* read = codes + commands_.capacity();  // commit_positions
+    if (positions != nullptr) positions->assign(read, read + count);
     return std::vector<std::int32_t>(codes, codes + count);
   }
 
@@ -219,21 +231,18 @@ class DeviceState {
     draft_tables_ = statexfer::PageTable<Exec>("sim::draft_tables", C, W);
     Kokkos::deep_copy(tables_, -1);
     Kokkos::deep_copy(draft_tables_, -1);
-    state_rows_ = statexfer::StateRows<Exec>("sim::state_rows", C, 8);
+    state_rows_ = statexfer::StateRows<Exec>("sim::state_rows", C, HostStateRows::columns);
     auto h = Kokkos::create_mirror_view(state_rows_);
-    const std::vector<std::int64_t> initial = g_.initial_state_rows();
+    const HostStateRows initial = g_.initial_state_rows();
     for (std::int64_t s = 0; s < C; ++s)
-      for (std::int64_t j = 0; j < 8; ++j) h(s, j) = initial[static_cast<std::size_t>(s * 8 + j)];
+      for (std::int64_t j = 0; j < HostStateRows::columns; ++j) h(s, j) = initial(s, j);
     Kokkos::deep_copy(state_rows_, h);
     if (g_.positions > 0) accepted_ = Kokkos::View<std::int32_t*, Mem>("sim::accepted", C);
     requests_ = statexfer::RequestState<Exec>::allocate(C);
     if (g_.host_rows > 0) host_tier_ = statexfer::HostTier<Exec>(g_.layout, g_.host_rows);
     commands_ = statexfer::StateCommands<Exec>::allocate(C);
     host_batch_ = statexfer::CommandBatch<Exec>(C);
-    const statexfer::impl::CommandBlockLayout at(static_cast<std::size_t>(C));
-    outputs_ = Kokkos::subview(commands_.block, std::make_pair(at.errors, at.total));
-    h_outputs_ = Kokkos::View<std::uint8_t*, Kokkos::HostSpace>("sim::outputs", at.total - at.errors);
-    positions_at_ = static_cast<std::size_t>((at.commit_positions - at.errors) / 4);
+    h_outputs_ = Kokkos::View<std::int32_t*, Kokkos::HostSpace>("sim::outputs", commands_.outputs().extent(0));
   }
 
   void build_transfer() {
@@ -271,12 +280,34 @@ class DeviceState {
   Exec make_instance() {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
-      if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess)
-        throw std::runtime_error("cudaStreamCreateWithFlags failed");
+      cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
       return Exec(stream_);
     }
 #endif
     return Exec();
+  }
+
+  // The graphs, then the stream: what holds an instance on the stream (the
+  // transfer, the combiner, exec_) lets go of it first. Errors are reported,
+  // not thrown (a destructor).
+  void release() noexcept {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+      if (stream_ == nullptr && graphs_.empty()) return;
+      try {
+        exec_.fence();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "statexfer-sim: fence before the release: %s\n", e.what());
+      }
+      for (cudaGraphExec_t g : graphs_) cuda_report(cudaGraphExecDestroy(g), "cudaGraphExecDestroy");
+      graphs_.clear();
+      transfer_.reset();
+      combiner_.reset();
+      exec_ = Exec();
+      if (stream_ != nullptr) cuda_report(cudaStreamDestroy(stream_), "cudaStreamDestroy");
+      stream_ = nullptr;
+    }
+#endif
   }
 
   // CUDA: validate [+ combine] + apply captured once, replayed every step. The
@@ -287,16 +318,20 @@ class DeviceState {
     if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
       if (!cfg_.graphs) return;
       auto record = [&](auto&& body) {
-        cudaGraph_t graph;
-        cudaGraphExec_t instance;
-        if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal) != cudaSuccess)
-          throw std::runtime_error("cudaStreamBeginCapture failed");
-        body();
-        if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess)
-          throw std::runtime_error("cudaStreamEndCapture failed");
-        if (cudaGraphInstantiateWithFlags(&instance, graph, 0) != cudaSuccess)
-          throw std::runtime_error("cudaGraphInstantiate failed");
-        cudaGraphDestroy(graph);
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t instance = nullptr;
+        cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+        try {
+          body();
+        } catch (...) {  // leave the stream out of capture mode, then report what failed
+          cuda_report(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture (after a failed capture)");
+          if (graph != nullptr) cuda_report(cudaGraphDestroy(graph), "cudaGraphDestroy");
+          throw;
+        }
+        cuda_check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
+        const cudaError_t made = cudaGraphInstantiateWithFlags(&instance, graph, 0);
+        cuda_report(cudaGraphDestroy(graph), "cudaGraphDestroy");
+        cuda_check(made, "cudaGraphInstantiateWithFlags");
         graphs_.push_back(instance);
       };
       if (one_call()) {
@@ -319,10 +354,11 @@ class DeviceState {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
       if (!graphs_.empty()) {
-        cudaGraphLaunch(graphs_[0], stream_);
+        cuda_check(cudaGraphLaunch(graphs_[0], stream_),
+                   graphs_.size() == 2 ? "cudaGraphLaunch (validate)" : "cudaGraphLaunch (the transfer)");
         if (graphs_.size() == 2) {
           combiner_->combine(exec_);  // MPI: fences, reduces on the host
-          cudaGraphLaunch(graphs_[1], stream_);
+          cuda_check(cudaGraphLaunch(graphs_[1], stream_), "cudaGraphLaunch (apply)");
         }
         return;
       }
@@ -352,9 +388,7 @@ class DeviceState {
   std::optional<statexfer::PreparedStateTransfer<Exec>> transfer_;
   std::optional<statexfer::ErrorCombiner<Exec>> combiner_;
   statexfer::CommandBatch<Exec> host_batch_{1};
-  Kokkos::View<std::uint8_t*, Mem> outputs_;  // errors and commit_positions, in the command block
-  Kokkos::View<std::uint8_t*, Kokkos::HostSpace> h_outputs_;
-  std::size_t positions_at_ = 0;
+  Kokkos::View<std::int32_t*, Kokkos::HostSpace> h_outputs_;  // errors, then commit_positions
   Kokkos::View<std::int32_t*, Mem> accepted_;  // the sampler's accepted counts, [C] (speculative decoding)
   Kokkos::View<std::uint64_t*, Mem> bases_;
   Kokkos::View<FillJob*, Mem> jobs_d_;

@@ -242,7 +242,7 @@ class Engine {
         continue;
       }
       if (ok) record_bytes(b.cmd, b.kind);
-      if (ok && b.cmd.op == statexfer::op_restore_from_host) stats_.host_restores++;
+      if (ok && b.cmd.operation == statexfer::op_restore_from_host) stats_.host_restores++;
     }
     if (commits) stats_.commit_steps++;
   }
@@ -255,18 +255,18 @@ class Engine {
     const Geometry& g = geometry_;
     stats_.row_bytes_moved += g.row_copy_bytes;
     std::int64_t pages = 0;
-    if (c.op == statexfer::op_copy || c.op == statexfer::op_restore_from_host) {
-      if (c.end % g.page_tokens != 0) pages += g.kv_planes * g.kv_page_bytes;
+    if (c.operation == statexfer::op_copy || c.operation == statexfer::op_restore_from_host) {
+      if (c.expected_consumed % g.page_tokens != 0) pages += g.kv_planes * g.kv_page_bytes;
       for (int part = 0; part < 2 && g.draft_planes > 0; ++part) {
-        const std::int64_t t_logical = c.end / g.page_tokens + part - 1;
-        if (c.end > 1 && t_logical >= 0 && (part == 0 || c.end % g.page_tokens >= 2))
+        const std::int64_t t_logical = c.expected_consumed / g.page_tokens + part - 1;
+        if (c.expected_consumed > 1 && t_logical >= 0 && (part == 0 || c.expected_consumed % g.page_tokens >= 2))
           pages += g.draft_planes * g.draft_page_bytes;
       }
     }
     stats_.page_bytes_moved += pages;
     if (kind == kind_snapshot) stats_.snapshot_bytes += g.row_copy_bytes + pages;
-    if (c.op == statexfer::op_offload) stats_.bytes_to_host += g.row_copy_bytes;
-    if (c.op == statexfer::op_onload || c.op == statexfer::op_restore_from_host)
+    if (c.operation == statexfer::op_offload) stats_.bytes_to_host += g.row_copy_bytes;
+    if (c.operation == statexfer::op_onload || c.operation == statexfer::op_restore_from_host)
       stats_.bytes_from_host += g.row_copy_bytes + pages;
   }
 

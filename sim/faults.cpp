@@ -67,7 +67,7 @@ std::string hit_name(const Fault& f) {
 }
 
 StepFaults FaultInjector::inject(std::int64_t step, const Batch& batch, const std::vector<std::int32_t>& tables,
-                                 const std::vector<std::int64_t>& state_rows) {
+                                 const HostStateRows& state_rows) {
   StepFaults out;
   const auto count = static_cast<std::int64_t>(batch.size());
   const std::int64_t pt = g_.page_tokens;
@@ -81,41 +81,41 @@ StepFaults FaultInjector::inject(std::int64_t step, const Batch& batch, const st
       FaultPatch p;
       p.rank = f.rank;
       if (f.type == FaultType::page) {
-        const bool op = f.host ? c.op == statexfer::op_restore_from_host : c.op == statexfer::op_copy;
-        if (!op || c.end % pt == 0 || (f.kind >= 0 && b.kind != f.kind)) continue;
+        const bool op = f.host ? c.operation == statexfer::op_restore_from_host : c.operation == statexfer::op_copy;
+        if (!op || c.expected_consumed % pt == 0 || (f.kind >= 0 && b.kind != f.kind)) continue;
         p.target = FaultPatch::page;
-        p.index = c.slot;
-        p.at = c.end / pt;
+        p.index = c.request_slot;
+        p.at = c.expected_consumed / pt;
         p.value = -1;
-        p.original = tables[static_cast<std::size_t>(c.slot * g_.table_width + p.at)];
+        p.original = tables[static_cast<std::size_t>(c.request_slot * g_.table_width + p.at)];
       } else if (f.type == FaultType::recycled_key) {
         if (b.kind != kind_restore) continue;
-        p.target = c.op == statexfer::op_restore_from_host ? FaultPatch::host_word : FaultPatch::pool_word;
-        p.index = c.src;
+        p.target = c.operation == statexfer::op_restore_from_host ? FaultPatch::host_word : FaultPatch::pool_word;
+        p.index = c.source;
         p.at = g_.key_offset;
-        p.value = ~c.key;  // another prefix's key (of any length: the row's endpoint still matches)
-        p.original = c.key;
+        p.value = ~c.prefix_key;  // another prefix's key (of any length: the row's endpoint still matches)
+        p.original = c.prefix_key;
       } else {
         if (b.kind != kind_commit || (f.type == FaultType::accepted_disagree && b.drafts < 1)) continue;
         const std::int64_t a = b.accepted;
         if (f.type == FaultType::stale_position) {
           p.target = FaultPatch::pool_word;
-          p.index = state_rows[static_cast<std::size_t>(c.slot * 8 + a)];  // the row acceptance selects
+          p.index = state_rows(c.request_slot, a);  // the row acceptance selects
           p.at = g_.consumed_offset;
-          p.value = c.end + a - 1;  // an endpoint the verify did not leave there
-          p.original = c.end + a;
+          p.value = c.expected_consumed + a - 1;  // an endpoint the verify did not leave there
+          p.original = c.expected_consumed + a;
         } else {
           p.target = FaultPatch::accepted;
-          p.index = c.slot;
+          p.index = c.request_slot;
           p.value = f.type == FaultType::accepted_range ? g_.positions + 1 : a < b.drafts ? a + 1 : a - 1;
           p.original = a;
         }
       }
       f.injected_step = step;
       f.command = i;
-      f.op = c.op;
+      f.op = c.operation;
       f.hit_kind = b.kind;
-      f.slot = c.slot;
+      f.slot = c.request_slot;
       f.commands = 1;
       out.hits.push_back({fi, f.rank, i});
       out.patches.push_back(p);
@@ -125,9 +125,10 @@ StepFaults FaultInjector::inject(std::int64_t step, const Batch& batch, const st
         const bool host = p.target == FaultPatch::host_word;
         for (std::int64_t o = 0; o < count; ++o) {
           const Command& d = batch[static_cast<std::size_t>(o)].cmd;
-          const bool reads = host ? (d.op == statexfer::op_onload || d.op == statexfer::op_restore_from_host)
-                                  : (d.op == statexfer::op_copy || d.op == statexfer::op_offload);
-          if (o != i && reads && d.src == c.src) {
+          const bool reads =
+              host ? (d.operation == statexfer::op_onload || d.operation == statexfer::op_restore_from_host)
+                   : (d.operation == statexfer::op_copy || d.operation == statexfer::op_offload);
+          if (o != i && reads && d.source == c.source) {
             out.hits.push_back({fi, f.rank, o});
             f.commands++;
           }

@@ -17,6 +17,7 @@
 #include "batch.hpp"
 #include "geometry.hpp"
 #include "sim_config.hpp"
+#include "state_rows.hpp"
 
 namespace statexfer::sim {
 
@@ -66,9 +67,9 @@ class FaultInjector {
   /// a partial page; a commit fault a commit (accepted-disagree: one with a
   /// draft, so that another valid count exists); recycled-key a restore (and
   /// every other command of the batch that reads the same row). `tables` are
-  /// the host page tables, `state_rows` the scheduler's mirror ([C, 8]).
+  /// the host page tables, `state_rows` the scheduler's mirror.
   StepFaults inject(std::int64_t step, const Batch& batch, const std::vector<std::int32_t>& tables,
-                    const std::vector<std::int64_t>& state_rows);
+                    const HostStateRows& state_rows);
   /// The combined codes of the step's batch: each fault's code and whether
   /// every command it hit was refused.
   void record(const StepFaults& step, const std::vector<std::int32_t>& codes);

@@ -14,6 +14,11 @@ void require(bool ok, const std::string& what) {
 
 }  // namespace
 
+std::string spec_tokens_range() {
+  return "--spec-tokens must be 0 (off) to " + std::to_string(statexfer::max_speculative_positions) +
+         " (the free columns of the [C, " + std::to_string(statexfer::state_row_columns) + "] state rows)";
+}
+
 Geometry make_geometry(const SimConfig& cfg, std::int64_t max_tokens, const Comm& comm) {
   Geometry g;
   g.capacity = cfg.capacity;
@@ -33,8 +38,7 @@ Geometry make_geometry(const SimConfig& cfg, std::int64_t max_tokens, const Comm
   require(cfg.kv_token_bytes >= n && (g.draft_planes == 0 || cfg.draft_token_bytes >= n),
           "--kv-token-bytes and --draft-token-bytes must be at least 1 per rank");
   require(cfg.scratch_bytes >= 0, "--scratch-bytes must be >= 0");
-  require(cfg.spec_tokens >= 0 && cfg.spec_tokens <= 7,
-          "--spec-tokens must be 0 (off) to 7 (the free columns of the [C, 8] state rows)");
+  require(cfg.spec_tokens >= 0 && cfg.spec_tokens <= statexfer::max_speculative_positions, spec_tokens_range());
   require(cfg.accept_rate >= 0 && cfg.accept_rate <= 1, "--accept-rate must be in [0, 1]");
   g.positions = cfg.spec_tokens;
   g.commit_copy = cfg.commit_copy;

@@ -5,13 +5,14 @@
 // the caches' pages and the page tables, derived once from the configuration.
 
 #include <cstdint>
-#include <vector>
+#include <string>
 
 #include <statexfer/layout.hpp>
 
 #include "comm.hpp"
 #include "content.hpp"
 #include "sim_config.hpp"
+#include "state_rows.hpp"
 
 namespace statexfer::sim {
 
@@ -49,15 +50,15 @@ struct Geometry {
     return 1 + capacity + slot * positions + (j - 1);
   }
   std::int64_t first_snapshot_row() const { return 1 + capacity * (1 + positions); }
-  /// The state rows ([C, 8], row-major) the run starts with: column 0 the home
-  /// row, columns 1..K the position rows, the rest 0.
-  std::vector<std::int64_t> initial_state_rows() const {
-    std::vector<std::int64_t> rows8(static_cast<std::size_t>(capacity * 8), 0);
+  /// The state rows the run starts with: column 0 the home row, columns 1..K
+  /// the position rows, the rest 0.
+  HostStateRows initial_state_rows() const {
+    HostStateRows initial(capacity);
     for (std::int64_t s = 0; s < capacity; ++s) {
-      rows8[static_cast<std::size_t>(s * 8)] = home_row(s);
-      for (std::int64_t j = 1; j <= positions; ++j) rows8[static_cast<std::size_t>(s * 8 + j)] = position_row(s, j);
+      initial(s, 0) = home_row(s);
+      for (std::int64_t j = 1; j <= positions; ++j) initial(s, j) = position_row(s, j);
     }
-    return rows8;
+    return initial;
   }
   /// Host memory of the host tier (pinned on CUDA).
   std::int64_t host_memory_bytes() const { return host_rows * row_bytes; }
@@ -66,6 +67,9 @@ struct Geometry {
     return rows * row_bytes + pages * (kv_planes * kv_page_bytes + draft_planes * draft_page_bytes);
   }
 };
+
+/// "--spec-tokens must be 0 (off) to 7 (...)": the message of an out-of-range K.
+std::string spec_tokens_range();
 
 /// Checks the configuration (std::invalid_argument naming the option) and lays
 /// out rank `comm.rank`'s state for requests of at most `max_tokens` tokens.

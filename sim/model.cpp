@@ -65,7 +65,9 @@ void Model::stamp_consumed(std::int64_t row, std::int64_t consumed) {
 }
 
 void Model::set_request_consumed(std::int64_t slot, std::int64_t consumed) {
-  jobs_.push_back({request_target(), 1, slot * 8, static_cast<std::uint64_t>(consumed), 0, 0});
+  // Column 0 of the [C, 1] request state: one int64 per slot.
+  const auto offset = slot * static_cast<std::int64_t>(sizeof(std::int64_t));
+  jobs_.push_back({request_target(), 1, offset, static_cast<std::uint64_t>(consumed), 0, 0});
 }
 
 void Model::set_accepted(std::int64_t slot, std::int32_t accepted) {

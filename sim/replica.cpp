@@ -47,7 +47,7 @@ test::OracleMemory HostReplica::memory(const std::int32_t* tables, const std::in
   m.tables = tables;
   m.trailing_tables = g_.draft_planes > 0 ? draft_tables : nullptr;
   m.state_rows = state_rows_.data();
-  m.state_rows_stride = 8;
+  m.state_rows_stride = HostStateRows::columns;
   m.accepted = accepted != nullptr ? accepted : accepted_.data();
   m.request_consumed = request_consumed_.data();
   m.request_stride = 1;

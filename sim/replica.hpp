@@ -15,6 +15,7 @@
 
 #include "content.hpp"
 #include "geometry.hpp"
+#include "state_rows.hpp"
 
 namespace statexfer::sim {
 
@@ -33,8 +34,8 @@ class HostReplica {
   void set_accepted(const std::vector<std::int32_t>& accepted) { accepted_ = accepted; }
   const std::vector<std::int32_t>& accepted() const { return accepted_; }
 
-  /// The state rows, [C, 8] row-major, as the oracle left them.
-  const std::vector<std::int64_t>& state_rows() const { return state_rows_; }
+  /// The state rows as the oracle left them.
+  const HostStateRows& state_rows() const { return state_rows_; }
   /// One int64 of a row of the pool (`host`: of the host tier) at byte `offset`.
   std::int64_t word(bool host, std::int64_t row, std::int64_t offset) const;
   void set_word(bool host, std::int64_t row, std::int64_t offset, std::int64_t value);
@@ -56,7 +57,7 @@ class HostReplica {
   std::vector<std::uint8_t> host_;
   std::vector<std::vector<std::uint8_t>> caches_;
   std::vector<std::int64_t> request_consumed_;  // column 0 of the [C, 1] request state
-  std::vector<std::int64_t> state_rows_;        // [C, 8]: live rows, position rows
+  HostStateRows state_rows_;                    // live rows, position rows
   std::vector<std::int32_t> accepted_;          // [C]
 };
 

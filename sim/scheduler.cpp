@@ -42,6 +42,37 @@ double Scheduler::arrival(std::int64_t request) const {
   return w_.requests[static_cast<std::size_t>(request)].arrival_ms * cfg_.time_scale;
 }
 
+Scheduler::SavedFrom Scheduler::saved_from(std::int64_t e) const {
+  const std::int64_t pt = g_.page_tokens;
+  return {(e / pt) * pt, (e / pt - 1) * pt + 1};
+}
+
+void Scheduler::skip_passed_points(Slot& sl) {
+  const std::vector<std::int64_t>& points = sl.points.snapshots;
+  while (sl.next_point < points.size() && points[sl.next_point] <= sl.consumed) ++sl.next_point;
+}
+
+bool Scheduler::reserve_snapshot(Slot& sl, bool completion) {
+  const PrefixKey key = sl.stream.key();
+  if (cache_.contains(key)) return false;
+  const std::optional<std::int64_t> row = cache_.reserve(key);
+  if (!row) return false;
+  sl.snapshot = Pending{key, *row, completion};
+  return true;
+}
+
+bool Scheduler::drain_or_finish(std::int64_t s, std::vector<std::int64_t>& finished) {
+  Slot& sl = slots_[static_cast<std::size_t>(s)];
+  const auto& points = sl.points.snapshots;
+  const std::int64_t total = w_.requests[static_cast<std::size_t>(sl.request)].total_len;
+  if (!points.empty() && points.back() == total && reserve_snapshot(sl, true)) {
+    sl.phase = Slot::drain;
+    return true;
+  }
+  finished.push_back(s);
+  return false;
+}
+
 void Scheduler::table_changed(std::int64_t s) {
   if (slot_changed_[static_cast<std::size_t>(s)]) return;
   slot_changed_[static_cast<std::size_t>(s)] = 1;
@@ -54,13 +85,13 @@ const Batch& Scheduler::plan_batch() {
   for (std::int64_t s = 0; s < C; ++s) {
     const Slot& sl = slots_[s];
     if (!sl.snapshot || !cache_.ready(sl.snapshot->row)) continue;  // its row's demotion applies first
-    batch_.push_back(
-        {{s, live_row(s), sl.snapshot->row, 0, sl.consumed, command_key(sl.snapshot->key)}, kind_snapshot, s});
+    batch_.push_back({Command::snapshot(s, live_row(s), sl.snapshot->row, sl.consumed, command_key(sl.snapshot->key)),
+                      kind_snapshot, s});
     (sl.snapshot->completion ? counts_.completion_snapshots : counts_.checkpoint_snapshots)++;
   }
   for (std::int64_t s = 0; s < C; ++s)
     if (slots_[s].phase == Slot::needs_reset) {
-      batch_.push_back({{s, -1, live_row(s), 1, 0}, kind_reset, s});
+      batch_.push_back({Command::reset(s, live_row(s)), kind_reset, s});
       slots_[s].phase = Slot::reset;
     }
   // The commits of the last step's verifies: the same command whatever the
@@ -68,7 +99,7 @@ const Batch& Scheduler::plan_batch() {
   // snapshot of the same slot (advance_requests() decides one or the other).
   for (std::int64_t s = 0; s < C; ++s)
     if (const auto& v = slots_[s].verify)
-      batch_.push_back({{s, -1, -1, statexfer::op_commit, v->end}, kind_commit, s, v->drafts, v->accepted});
+      batch_.push_back({Command::commit(s, v->end), kind_commit, s, v->drafts, v->accepted});
   // Moves in the room the admissions leave (one command per free slot at most).
   std::int64_t room = C - static_cast<std::int64_t>(batch_.size());
   std::int64_t free_slots = 0;
@@ -77,10 +108,9 @@ const Batch& Scheduler::plan_batch() {
   moves_ = cache_.take_moves(room);
   for (std::size_t i = 0; i < moves_.size(); ++i) {
     const PrefixCache::Move& m = moves_[i];
-    batch_.push_back(
-        {{-1, m.src, m.dst, m.offload ? statexfer::op_offload : statexfer::op_onload, m.key.len, command_key(m.key)},
-         m.offload ? kind_offload : kind_onload,
-         static_cast<std::int64_t>(i)});
+    const Command c = m.offload ? Command::offload(m.src, m.dst, m.key.len, command_key(m.key))
+                                : Command::onload(m.src, m.dst, m.key.len, command_key(m.key));
+    batch_.push_back({c, m.offload ? kind_offload : kind_onload, static_cast<std::int64_t>(i)});
   }
   // Nothing in flight and the next request still to come: the clock jumps to its arrival.
   if (free_slots == C && !queue_.empty()) now_ms_ = std::max(now_ms_, arrival(queue_.front()));
@@ -140,15 +170,17 @@ bool Scheduler::admit(std::int64_t s) {
         sl.restore_stream = sl.stream;
         sl.restore_stream.advance(sl.restore_end);
         // A host entry is restored from its host row directly (prefix_cache.hpp says why).
-        const std::int32_t op = found->host ? statexfer::op_restore_from_host : statexfer::op_copy;
-        batch_.push_back({{s, found->row, live_row(s), op, sl.restore_end, command_key(keys[i])}, kind_restore, s});
+        const std::int64_t key = command_key(keys[i]);
+        batch_.push_back({found->host ? Command::restore_from_host(s, found->row, live_row(s), sl.restore_end, key)
+                                      : Command::restore(s, found->row, live_row(s), sl.restore_end, key),
+                          kind_restore, s});
         counts_.hits++;
         (found->host ? counts_.host_hits : counts_.device_hits)++;
         return true;
       }
     }
     sl.phase = Slot::reset;
-    batch_.push_back({{s, -1, live_row(s), 1, 0}, kind_reset, s});
+    batch_.push_back({Command::reset(s, live_row(s)), kind_reset, s});
     counts_.misses++;
     return true;
   }
@@ -223,16 +255,15 @@ std::int64_t Scheduler::advance(std::int64_t s, std::int64_t tokens, Model& mode
   Slot& sl = slots_[s];
   const RequestSpec& spec = w_.requests[static_cast<std::size_t>(sl.request)];
   const std::vector<std::int64_t>& points = sl.points.snapshots;
-  const std::int64_t pt = g_.page_tokens;
   const bool all = cfg_.model_writes_all;
   std::int64_t done = 0;
   while (done < tokens) {
-    while (sl.next_point < points.size() && points[sl.next_point] <= sl.consumed) ++sl.next_point;
+    skip_passed_points(sl);
     const bool point = sl.next_point < points.size();
     const std::int64_t e = point ? points[sl.next_point] : spec.total_len;
     const std::int64_t stop = std::min(sl.consumed + tokens - done, e);
-    const std::int64_t kv_from = (e / pt) * pt, draft_from = (e / pt - 1) * pt + 1;
-    const std::int64_t window = !point ? stop : g_.draft_planes > 0 ? draft_from : kv_from;
+    const SavedFrom from = saved_from(e);
+    const std::int64_t window = !point ? stop : g_.draft_planes > 0 ? from.draft : from.kv;
     if (!all && window > sl.consumed) {  // tokens no command reads: their hashes only
       const std::int64_t quiet = std::min(stop, window) - sl.consumed;
       sl.stream.advance(quiet);
@@ -244,15 +275,10 @@ std::int64_t Scheduler::advance(std::int64_t s, std::int64_t tokens, Model& mode
       const std::uint64_t previous = kv_seed(sl.stream.key());
       sl.stream.advance();
       model.write_token(position, kv_seed(sl.stream.key()), previous, sl.pages, sl.draft_pages,
-                        all || position >= kv_from, all || position >= draft_from);
+                        all || position >= from.kv, all || position >= from.draft);
     }
     // A snapshot point that is not cached yet: snapshot it next step.
-    if (point && sl.consumed == e && e < spec.total_len && !cache_.contains(sl.stream.key())) {
-      if (auto row = cache_.reserve(sl.stream.key())) {
-        sl.snapshot = Pending{sl.stream.key(), *row, false};
-        break;
-      }
-    }
+    if (point && sl.consumed == e && e < spec.total_len && reserve_snapshot(sl, false)) break;
   }
   (sl.consumed <= spec.prompt_len ? counts_.prefill_tokens : counts_.decode_tokens) += done;
   return done;
@@ -277,20 +303,8 @@ void Scheduler::advance_requests(Model& model) {
       }
       const std::int64_t want = decoding ? 1 : std::min({cfg_.chunk, budget, spec.prompt_len - sl.consumed});
       budget -= advance(s, want, model);
-      if (sl.consumed == spec.total_len) {
-        // Finished: snapshot the whole sequence for follow-ups (a completion
-        // point of the policy), then free the slot.
-        const auto& points = sl.points.snapshots;
-        std::optional<std::int64_t> row;
-        if (!points.empty() && points.back() == spec.total_len && !cache_.contains(sl.stream.key()))
-          row = cache_.reserve(sl.stream.key());
-        if (row) {
-          sl.snapshot = Pending{sl.stream.key(), *row, true};
-          sl.phase = Slot::drain;
-        } else {
-          finished.push_back(s);
-        }
-      }
+      // Finished: snapshot the whole sequence for follow-ups, then free the slot.
+      if (sl.consumed == spec.total_len) drain_or_finish(s, finished);
       // The row (state, scratch, consumed tokens in the row and the request state):
       // only where a snapshot reads it next (or always, --model-writes all). No
       // other command reads a live row or a request's consumed tokens (a restore

@@ -20,6 +20,7 @@
 #include "model.hpp"
 #include "prefix_cache.hpp"
 #include "sim_config.hpp"
+#include "state_rows.hpp"
 #include "workload.hpp"
 
 namespace statexfer::sim {
@@ -71,11 +72,11 @@ class Scheduler {
     return out;
   }
 
-  /// The host's mirror of the state rows, [capacity, 8] row-major: column 0
-  /// each slot's live row (a remapping commit swaps it with a position row),
-  /// columns 1..K its position rows. Every command names live rows from here.
-  const std::vector<std::int64_t>& state_rows() const { return rows_; }
-  std::int64_t live_row(std::int64_t slot) const { return rows_[static_cast<std::size_t>(slot * 8)]; }
+  /// The host's mirror of the state rows: column 0 each slot's live row (a
+  /// remapping commit swaps it with a position row), columns 1..K its position
+  /// rows. Every command names live rows from here.
+  const HostStateRows& state_rows() const { return rows_; }
+  std::int64_t live_row(std::int64_t slot) const { return rows_.live(slot); }
 
   const SchedulerCounts& counts() const { return counts_; }
   const PrefixCache& prefix_cache() const { return cache_; }
@@ -111,10 +112,27 @@ class Scheduler {
     std::size_t next_point = 0;  // the first snapshot point past `consumed`
   };
 
+  /// The first positions whose KV entries (`kv`) and draft entries (`draft`)
+  /// the snapshot at endpoint `e` saves: its partial page, and for draft planes
+  /// the page before it too (the draft entry of position p is token p - 1's).
+  struct SavedFrom {
+    std::int64_t kv, draft;
+  };
+
   std::int64_t pages_needed(std::int64_t request) const;
   double arrival(std::int64_t request) const;
+  SavedFrom saved_from(std::int64_t e) const;
   bool admit(std::int64_t slot);
   std::int64_t advance(std::int64_t slot, std::int64_t tokens, Model& model);
+  // The snapshot points at or before the slot's endpoint are behind it.
+  static void skip_passed_points(Slot& sl);
+  // A row for a snapshot of the slot's prefix at its endpoint, unless the
+  // prefix is cached or no row is free: true when the next batch snapshots it.
+  bool reserve_snapshot(Slot& sl, bool completion);
+  // The slot's request consumed its last token: true when a completion
+  // snapshot (a point of the policy) drains it next batch, else it joins
+  // `finished` (freed at the end of the step).
+  bool drain_or_finish(std::int64_t slot, std::vector<std::int64_t>& finished);
   void finish_request(std::int64_t slot);
   // Speculative decoding (speculate.cpp): one request's step at a committed
   // endpoint (a snapshot, its completion, or a verify); a commit's result.
@@ -129,7 +147,7 @@ class Scheduler {
   std::vector<Slot> slots_;
   Batch batch_;
   std::vector<PrefixCache::Move> moves_;  // this step's offloads and onloads
-  std::vector<std::int64_t> rows_;        // the state rows' mirror, [C, 8]
+  HostStateRows rows_;                    // the state rows' mirror
   std::deque<std::int64_t> queue_;
   std::vector<char> done_;
   PrefixCache cache_;

@@ -20,33 +20,21 @@ std::int64_t Scheduler::speculate(std::int64_t s, std::int64_t budget, Model& mo
   const RequestSpec& spec = w_.requests[static_cast<std::size_t>(sl.request)];
   const std::vector<std::int64_t>& points = sl.points.snapshots;
   const bool at_point = sl.next_point < points.size() && points[sl.next_point] == sl.consumed;
-  while (sl.next_point < points.size() && points[sl.next_point] <= sl.consumed) ++sl.next_point;
+  skip_passed_points(sl);
   if (cfg_.model_writes_all) model.set_request_consumed(s, sl.consumed);
   if (sl.consumed == spec.total_len) {
-    // The last commit applied: snapshot the whole sequence for follow-ups (a
-    // completion point of the policy) in the next batch, then free the slot.
-    std::optional<std::int64_t> row;
-    if (!points.empty() && points.back() == spec.total_len && !cache_.contains(sl.stream.key()))
-      row = cache_.reserve(sl.stream.key());
-    if (row) {
-      sl.snapshot = Pending{sl.stream.key(), *row, true};
-      sl.phase = Slot::drain;
-      model.set_request_consumed(s, sl.consumed);
-    } else {
-      finished.push_back(s);
-    }
+    // The last commit applied: snapshot the whole sequence for follow-ups in
+    // the next batch, then free the slot.
+    if (drain_or_finish(s, finished)) model.set_request_consumed(s, sl.consumed);
     return 0;
   }
-  if (at_point && sl.consumed < spec.total_len && !cache_.contains(sl.stream.key())) {
-    // A snapshot point at the committed endpoint: snapshot it in the next batch
-    // and verify after it (a commit and a snapshot of one slot in one batch
-    // conflict: docs/CONTRACT.md §13).
-    if (auto row = cache_.reserve(sl.stream.key())) {
-      sl.snapshot = Pending{sl.stream.key(), *row, false};
-      model.set_request_consumed(s, sl.consumed);
-      counts_.verify_pauses++;
-      return 0;
-    }
+  // A snapshot point at the committed endpoint: snapshot it in the next batch
+  // and verify after it (a commit and a snapshot of one slot in one batch
+  // conflict: docs/CONTRACT.md §13).
+  if (at_point && reserve_snapshot(sl, false)) {
+    model.set_request_consumed(s, sl.consumed);
+    counts_.verify_pauses++;
+    return 0;
   }
   const bool point = sl.next_point < points.size();
   verify(s, point ? points[sl.next_point] : spec.total_len, point, budget, model);
@@ -64,15 +52,15 @@ std::int64_t Scheduler::speculate(std::int64_t s, std::int64_t budget, Model& mo
 // only in the pages that e's snapshot saves, as for plain decoding.
 void Scheduler::verify(std::int64_t s, std::int64_t e, bool point, std::int64_t budget, Model& model) {
   Slot& sl = slots_[static_cast<std::size_t>(s)];
-  const std::int64_t n = sl.consumed, pt = g_.page_tokens;
+  const std::int64_t n = sl.consumed;
   const bool all = cfg_.model_writes_all;
   const std::int64_t drafts = std::max<std::int64_t>(0, std::min({g_.positions, e - n - 1, budget - 1}));
   const std::int32_t a = accepted_drafts(cfg_.accept_seed, cfg_.accept_rate, sl.request, n, drafts);
-  const std::int64_t kv_from = (e / pt) * pt, draft_from = (e / pt - 1) * pt + 1;
+  const SavedFrom from = saved_from(e);
   TokenStream own = sl.stream;
   std::uint64_t previous = kv_seed(own.key()), leave = 0;
   for (std::int64_t j = 0; j <= drafts; ++j) {
-    const std::int64_t position = n + j, row = rows_[static_cast<std::size_t>(s * 8 + j)];
+    const std::int64_t position = n + j, row = rows_(s, j);
     std::uint64_t seed = 0, state = 0;
     if (j <= a) {
       own.advance();
@@ -82,8 +70,8 @@ void Scheduler::verify(std::int64_t s, std::int64_t e, bool point, std::int64_t 
       seed = wrong_kv_seed(leave, position);
       state = wrong_state_seed(leave, position);
     }
-    model.write_token(position, seed, previous, sl.pages, sl.draft_pages, all || (point && position >= kv_from),
-                      all || (point && position >= draft_from));
+    model.write_token(position, seed, previous, sl.pages, sl.draft_pages, all || (point && position >= from.kv),
+                      all || (point && position >= from.draft));
     previous = seed;
     if (all || (point && j == a && n + 1 + j == e)) model.write_state(row, state, row);
     model.stamp_consumed(row, n + 1 + j);
@@ -114,8 +102,7 @@ void Scheduler::committed(std::int64_t s, bool ok) {
   counts_.accepted_drafts += v.accepted;
   counts_.accepted_histogram[static_cast<std::size_t>(v.accepted)]++;
   // The device swapped the slot's live row and position row a; so does the mirror.
-  if (!cfg_.commit_copy && v.accepted > 0)
-    std::swap(rows_[static_cast<std::size_t>(s * 8)], rows_[static_cast<std::size_t>(s * 8 + v.accepted)]);
+  if (!cfg_.commit_copy && v.accepted > 0) std::swap(rows_(s, 0), rows_(s, v.accepted));
 }
 
 }  // namespace statexfer::sim

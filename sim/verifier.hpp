@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <statexfer/combine.hpp>
+#include <test_common/oracle_commands.hpp>
 
 #include "batch.hpp"
 #include "comm.hpp"
@@ -31,6 +32,7 @@
 #include "geometry.hpp"
 #include "replica.hpp"
 #include "sim_config.hpp"
+#include "state_rows.hpp"
 
 namespace statexfer::sim {
 
@@ -52,18 +54,18 @@ class Verifier {
     for (std::size_t i = 0; i < batch.size() && ok_ && g_.positions > 0; ++i)
       if (positions[i] != mine[i])
         fail("command " + std::to_string(i) + " (" + kind_name(batch[i].kind) + ", slot " +
-             std::to_string(batch[i].cmd.slot) + "): the device read accepted count " + std::to_string(positions[i]) +
-             ", the oracle " + std::to_string(mine[i]));
-    const OracleBatch commands(batch);
+             std::to_string(batch[i].cmd.request_slot) + "): the device read accepted count " +
+             std::to_string(positions[i]) + ", the oracle " + std::to_string(mine[i]));
+    const test::OracleCommandRows commands = oracle_rows(batch);
     for (const BatchEntry& b : batch) {  // the rows every command writes if it applies (and must not otherwise)
-      if (b.cmd.dst >= 0) dirty_rows_.push_back({b.cmd.op == statexfer::op_offload, b.cmd.dst, 0, g_.row_bytes});
-      if (b.cmd.op == statexfer::op_commit)  // a copying commit writes the slot's live row
-        dirty_rows_.push_back(
-            {false, replica_.state_rows()[static_cast<std::size_t>(b.cmd.slot * 8)], 0, g_.row_bytes});
+      if (b.cmd.destination >= 0)
+        dirty_rows_.push_back({b.cmd.operation == statexfer::op_offload, b.cmd.destination, 0, g_.row_bytes});
+      if (b.cmd.operation == statexfer::op_commit)  // a copying commit writes the slot's live row
+        dirty_rows_.push_back({false, replica_.state_rows().live(b.cmd.request_slot), 0, g_.row_bytes});
     }
     test::OracleMemory memory = replica_.memory(tables.data(), draft_tables.data());
     std::vector<test::CachePage> written;
-    replica_.oracle().apply(commands.view, expected, memory, &written);
+    replica_.oracle().apply(commands.view(), expected, memory, &written);
     dirty_.insert(dirty_.end(), written.begin(), written.end());
     const bool full = cfg_.verify_full_every > 0 && (step + 1) % cfg_.verify_full_every == 0;
     compare_pool(full);
@@ -74,17 +76,18 @@ class Verifier {
     if (comm_.distributed() && comm_.min(ok_ ? 1 : 0) == 0 && ok_) fail("stopped: another rank's comparison failed");
   }
 
-  /// The scheduler's mirror of the state rows ([C, 8]) after it took the codes:
-  /// the rows it names in its commands and the model's writes.
-  void check_mirror(const std::vector<std::int64_t>& mirror) {
+  /// The scheduler's mirror of the state rows after it took the codes: the
+  /// rows it names in its commands and the model's writes.
+  void check_mirror(const HostStateRows& mirror) {
     if (g_.positions == 0 || !ok_) return;
-    const auto& want = replica_.state_rows();
-    for (std::size_t i = 0; i < want.size(); ++i)
-      if (mirror[i] != want[i]) {
-        fail("the scheduler's state row [" + std::to_string(i / 8) + "][" + std::to_string(i % 8) + "] is " +
-             std::to_string(mirror[i]) + ", the oracle's " + std::to_string(want[i]));
-        return;
-      }
+    const HostStateRows& want = replica_.state_rows();
+    for (std::int64_t s = 0; s < want.capacity(); ++s)
+      for (std::int64_t j = 0; j < HostStateRows::columns; ++j)
+        if (mirror(s, j) != want(s, j)) {
+          fail("the scheduler's state row [" + std::to_string(s) + "][" + std::to_string(j) + "] is " +
+               std::to_string(mirror(s, j)) + ", the oracle's " + std::to_string(want(s, j)));
+          return;
+        }
   }
 
   /// The model's writes of this step and the sampler's counts, on the replica.
@@ -119,24 +122,12 @@ class Verifier {
   std::int64_t full_checks() const { return full_checks_; }
 
  private:
-  // The batch as the oracle's command arrays (rows past the batch: unused).
-  struct OracleBatch {
-    std::vector<std::int64_t> slot, src, dst, end, key;
-    std::vector<std::int32_t> op;
-    test::OracleCommands view;
-    explicit OracleBatch(const Batch& batch) {
-      for (const BatchEntry& b : batch) {
-        slot.push_back(b.cmd.slot);
-        src.push_back(b.cmd.src);
-        dst.push_back(b.cmd.dst);
-        op.push_back(b.cmd.op);
-        end.push_back(b.cmd.end);
-        key.push_back(b.cmd.key);
-      }
-      view = {slot.data(), src.data(), dst.data(), op.data(), end.data(), static_cast<std::int32_t>(batch.size()),
-              key.data()};
-    }
-  };
+  // The batch's commands as the oracle reads them.
+  static test::OracleCommandRows oracle_rows(const Batch& batch) {
+    test::OracleCommandRows rows;
+    for (const BatchEntry& b : batch) rows.push_back(b.cmd);
+    return rows;
+  }
 
   void fail(const std::string& what) {
     if (!ok_) return;
@@ -152,7 +143,7 @@ class Verifier {
                                            const std::vector<std::int32_t>& tables,
                                            const std::vector<std::int32_t>& draft_tables,
                                            std::vector<std::int32_t>& mine) {
-    const OracleBatch commands(batch);
+    const test::OracleCommandRows commands = oracle_rows(batch);
     const auto count = batch.size();
     std::vector<int> faulted_ranks;
     for (const FaultPatch& p : faults.patches)
@@ -179,7 +170,7 @@ class Verifier {
       }
       std::vector<std::int32_t> positions;
       const std::vector<std::int32_t> v = replica_.oracle().validate(
-          commands.view, replica_.memory(t.data(), draft_tables.data(), accepted.data()), &positions);
+          commands.view(), replica_.memory(t.data(), draft_tables.data(), accepted.data()), &positions);
       for (auto it = words.rbegin(); it != words.rend(); ++it)
         replica_.set_word(it->first->target == FaultPatch::host_word, it->first->index, it->first->at, it->second);
       for (std::size_t i = 0; i < count; ++i) {
@@ -203,10 +194,10 @@ class Verifier {
     for (std::size_t i = 0; i < count && ok_; ++i) {
       if (codes[i] == expected[i]) continue;
       const Command& c = batch[i].cmd;
-      fail("command " + std::to_string(i) + " (" + kind_name(batch[i].kind) + ", slot " + std::to_string(c.slot) +
-           ", end " + std::to_string(c.end) + "): device code " + std::to_string(codes[i]) + " (" +
-           statexfer::command_error_name(codes[i]) + "), the oracle expects " + std::to_string(expected[i]) + " (" +
-           statexfer::command_error_name(expected[i]) + ")");
+      fail("command " + std::to_string(i) + " (" + kind_name(batch[i].kind) + ", slot " +
+           std::to_string(c.request_slot) + ", end " + std::to_string(c.expected_consumed) + "): device code " +
+           std::to_string(codes[i]) + " (" + statexfer::command_error_name(codes[i]) + "), the oracle expects " +
+           std::to_string(expected[i]) + " (" + statexfer::command_error_name(expected[i]) + ")");
     }
     for (std::size_t i = 0; i < count; ++i)
       if (expected[i] != 0 && !faults.hit(static_cast<std::int64_t>(i)))
@@ -295,12 +286,12 @@ class Verifier {
   void compare_state_rows() {
     if (g_.positions == 0 || !ok_) return;
     auto rows = host_copy(device_.state_rows());
-    const auto& want = replica_.state_rows();
+    const HostStateRows& want = replica_.state_rows();
     for (std::int64_t s = 0; s < g_.capacity; ++s)
-      for (std::int64_t j = 0; j < 8; ++j)
-        if (rows(s, j) != want[static_cast<std::size_t>(s * 8 + j)]) {
+      for (std::int64_t j = 0; j < HostStateRows::columns; ++j)
+        if (rows(s, j) != want(s, j)) {
           fail("state row [" + std::to_string(s) + "][" + std::to_string(j) + "]: device " +
-               std::to_string(rows(s, j)) + ", oracle " + std::to_string(want[static_cast<std::size_t>(s * 8 + j)]));
+               std::to_string(rows(s, j)) + ", oracle " + std::to_string(want(s, j)));
           return;
         }
   }

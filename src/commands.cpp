@@ -15,6 +15,7 @@ const char* command_error_name(std::int32_t code) noexcept {
     case 4: return "alias_conflict";
     case 5: return "invalid_count";
     case 6: return "invalid_page";
+    case 7: return "row_in_use";
   }
   return "unknown";
 }
@@ -52,6 +53,7 @@ const char* to_string(ApplyDesign design) noexcept {
     case ApplyDesign::teams: return "teams";
     case ApplyDesign::flat_grid: return "flat_grid";
     case ApplyDesign::persistent: return "persistent";
+    case ApplyDesign::compact: return "compact";
   }
   return "unknown";
 }

@@ -48,7 +48,8 @@ struct OracleGeometry {
   std::int64_t key_offset = -1;  ///< byte offset of the prefix_key region (§14); -1: none
 };
 
-/// The command arrays (each [capacity]) and num_ops.
+/// The command arrays (each [capacity]) and num_ops, as the device reads them
+/// (oracle_commands.hpp makes them from statexfer::Command rows).
 struct OracleCommands {
   const std::int64_t* request_slots = nullptr;
   const std::int64_t* source_slots = nullptr;

@@ -49,7 +49,8 @@ TEST(TEST_CATEGORY, command_batch_refuses_what_it_cannot_hold) {
   EXPECT_TRUE(statexfer::test::throws_naming<std::invalid_argument>([&] { commands.upload(exec, b); },
                                                                     {"upload", "capacity 2", "commands 4"}));
   statexfer::StateCommands<Exec> hand_made;
-  hand_made.source_slots = decltype(hand_made.source_slots)("source_slots", 2);
+  const Kokkos::View<std::int64_t*, Exec::memory_space> source_slots("source_slots", 2);  // the caller's memory
+  hand_made.source_slots = source_slots;
   EXPECT_TRUE(statexfer::test::throws_naming<std::logic_error>([&] { hand_made.upload(exec, b); }, {"allocate()"}));
 }
 
@@ -99,6 +100,114 @@ TEST(TEST_CATEGORY, command_batch_upload_is_the_batch) {
       EXPECT_EQ(statexfer::test::download(commands.num_ops), std::vector<std::int32_t>{-4});
     }
 }
+
+// StateCommands' arrays are unmanaged views into the block that allocate()
+// made: a copy of one (`auto e = commands.errors;`) is typed unmanaged and
+// holds no reference to the memory, a copy of the StateCommands (or a combiner
+// built from it) holds the block. outputs() is errors then commit_positions.
+TEST(TEST_CATEGORY, command_arrays_are_views_into_the_block) {
+  using Commands = statexfer::StateCommands<Exec>;
+  EXPECT_TRUE(Commands::int64_view::traits::memory_traits::is_unmanaged);
+  EXPECT_TRUE(Commands::int32_view::traits::memory_traits::is_unmanaged);
+  EXPECT_FALSE(decltype(Commands::block)::traits::memory_traits::is_unmanaged);
+  for (const auto placement : {statexfer::CommandPlacement::device, statexfer::CommandPlacement::mapped})
+    for (const std::int64_t c : {1, 8, 4096}) {
+      const bool mapped = placement == statexfer::CommandPlacement::mapped;
+      SCOPED_TRACE("capacity " + std::to_string(c) + (mapped ? ", mapped" : ", device"));
+      auto commands = Commands::allocate(c, placement);
+      ASSERT_EQ(commands.block.use_count(), 1);
+      // Every array lies in its allocation: the host-written ones in mapped_block when mapped.
+      struct Bytes {
+        const std::uint8_t* data;
+        std::size_t size;
+      };
+      const auto inside = [](const auto& array, Bytes block) {
+        const auto* begin = reinterpret_cast<const std::uint8_t*>(array.data());
+        return begin >= block.data && begin + array.span() * sizeof(*array.data()) <= block.data + block.size;
+      };
+      const Bytes outputs_block{commands.block.data(), commands.block.span()};
+      const Bytes written = mapped ? Bytes{commands.mapped_block.data(), commands.mapped_block.span()} : outputs_block;
+      EXPECT_EQ(commands.mapped_block.use_count(), mapped ? 1 : 0);
+      EXPECT_TRUE(inside(commands.request_slots, written));
+      EXPECT_TRUE(inside(commands.source_slots, written));
+      EXPECT_TRUE(inside(commands.destination_slots, written));
+      EXPECT_TRUE(inside(commands.operation, written));
+      EXPECT_TRUE(inside(commands.expected_consumed, written));
+      EXPECT_TRUE(inside(commands.prefix_keys, written));
+      EXPECT_TRUE(inside(commands.num_ops, written));
+      EXPECT_TRUE(inside(commands.errors, outputs_block));
+      EXPECT_TRUE(inside(commands.commit_positions, outputs_block));
+
+      auto errors = commands.errors;  // holds nothing
+      static_assert(decltype(errors)::traits::memory_traits::is_unmanaged, "a copy of an array is unmanaged");
+      EXPECT_EQ(commands.block.use_count(), 1);
+      {
+        const Commands copy = commands;  // shares the block
+        EXPECT_EQ(commands.block.use_count(), 2);
+        EXPECT_EQ(copy.errors.data(), errors.data());
+        const statexfer::ErrorCombiner<Exec> combiner(commands);  // holds it too
+        EXPECT_EQ(commands.block.use_count(), 3);
+      }
+      EXPECT_EQ(commands.block.use_count(), 1);
+
+      // outputs(): one [2 C] array over both device-written arrays.
+      const auto outputs = commands.outputs();
+      ASSERT_EQ(outputs.extent(0), static_cast<std::size_t>(2 * c));
+      EXPECT_EQ(outputs.data(), commands.errors.data());
+      EXPECT_EQ(outputs.data() + c, commands.commit_positions.data());
+      std::vector<std::int32_t> codes(static_cast<std::size_t>(c)), positions(codes.size());
+      for (std::size_t i = 0; i < codes.size(); ++i) {
+        codes[i] = static_cast<std::int32_t>(i % 7);
+        positions[i] = static_cast<std::int32_t>(i % 3) - 1;
+      }
+      statexfer::test::upload(commands.errors, codes);
+      statexfer::test::upload(commands.commit_positions, positions);
+      std::vector<std::int32_t> both = codes;
+      both.insert(both.end(), positions.begin(), positions.end());
+      EXPECT_EQ(statexfer::test::download(outputs), both);
+    }
+  // Arrays a caller put together: outputs() is empty.
+  Commands hand_made;
+  const Kokkos::View<std::int32_t*, Exec::memory_space> errors("errors", 4), positions("positions", 4);
+  hand_made.errors = errors;
+  hand_made.commit_positions = positions;
+  EXPECT_EQ(hand_made.outputs().extent(0), 0u);
+  auto replaced = Commands::allocate(4);
+  replaced.errors = errors;
+  EXPECT_EQ(replaced.outputs().extent(0), 0u) << "errors no longer beside commit_positions";
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define STATEXFER_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STATEXFER_TEST_ASAN 1
+#endif
+#endif
+#ifdef STATEXFER_TEST_ASAN
+// The debug preset (ASan): a copy of an array read after the last holder of
+// the block is gone is a use after free that AddressSanitizer reports and ends
+// the process on, not a read of whatever the memory holds next.
+TEST(TEST_CATEGORY, command_array_copy_past_its_block_dies_under_asan) {
+  if (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Exec::memory_space>::accessible)
+    GTEST_SKIP() << "the arrays are not host memory";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // OpenMP threads: a fresh process, not a fork
+  const auto outlive = [] {
+    statexfer::StateCommands<Exec>::int32_view errors;
+    {
+      const auto commands = statexfer::StateCommands<Exec>::allocate(8);
+      errors = commands.errors;
+    }
+    volatile std::int32_t code = errors(3);
+    (void)code;
+  };
+  EXPECT_DEATH(outlive(), "heap-use-after-free");
+  // The same read while a copy of the StateCommands holds the block is fine.
+  const auto commands = statexfer::StateCommands<Exec>::allocate(8);
+  const auto errors = commands.errors;
+  EXPECT_EQ(errors(3), 0);
+}
+#endif
 
 // The kernels read mapped command arrays in place: random batches of every
 // operation (commits and prefix keys included) through both calls, against the

@@ -49,11 +49,13 @@ TEST(TEST_CATEGORY, construction_valid_setup_builds_and_prepares) {
   EXPECT_EQ(t.page_regions(), std::vector<std::string>{"kv"});
   EXPECT_TRUE(t.trailing_regions().empty());
   EXPECT_GT(t.work_items_per_command(), 0);
-  // One apply team per work item of the 4 command rows.
+  // apply(): the compact grid, never more teams than the 4 command rows have work items.
   const std::string summary = t.launch_summary();
   EXPECT_EQ(summary.rfind("validate 1x", 0), 0u) << summary;
-  EXPECT_NE(summary.find(", apply " + std::to_string(4 * t.work_items_per_command()) + "x"), std::string::npos)
+  EXPECT_NE(summary.find(", apply " + std::to_string(t.launch_plan().compact_teams) + "x"), std::string::npos)
       << summary;
+  EXPECT_NE(summary.find(" compact ("), std::string::npos) << summary;
+  EXPECT_LE(t.launch_plan().compact_teams, 4 * t.work_items_per_command());
 
   CtorArgs tr;
   tr.with_trailing();
@@ -127,7 +129,7 @@ TEST(TEST_CATEGORY, construction_capacity_of_hand_made_command_views) {
     SCOPED_TRACE("extent " + std::to_string(n));
     CtorArgs s(4, statexfer::test::test_layout(), 8196);
     const auto nu = static_cast<std::size_t>(n);
-    s.commands = CtorArgs::hand_made_commands(nu);
+    s.hand_made_commands(nu);
     s.tables = statexfer::PageTable<Exec>("tables", nu, 4);
     s.config.state_rows = statexfer::StateRows<Exec>("state_rows", nu, 8);
     s.config.requests = statexfer::RequestState<Exec>::allocate(n);
@@ -135,7 +137,7 @@ TEST(TEST_CATEGORY, construction_capacity_of_hand_made_command_views) {
   }
   // The same hand-made Views of a valid extent are accepted.
   CtorArgs ok(4);
-  ok.commands = CtorArgs::hand_made_commands(4);
+  ok.hand_made_commands(4);
   EXPECT_TRUE(accepts(ok));
 }
 
@@ -163,32 +165,32 @@ TEST(TEST_CATEGORY, construction_command_arrays_of_the_wrong_extent) {
     SCOPED_TRACE("extent " + std::to_string(n));
     {
       CtorArgs s;
-      s.commands.request_slots = int64_view("x", n);
+      s.commands.request_slots = s.own64(n);
       EXPECT_TRUE(rejects(s, {"commands.request_slots", "[4]"}));
     }
     {
       CtorArgs s;
-      s.commands.destination_slots = int64_view("x", n);
+      s.commands.destination_slots = s.own64(n);
       EXPECT_TRUE(rejects(s, {"commands.destination_slots", "[4]"}));
     }
     {
       CtorArgs s;
-      s.commands.operation = int32_view("x", n);
+      s.commands.operation = s.own32(n);
       EXPECT_TRUE(rejects(s, {"commands.operation", "int32", "[4]"}));
     }
     {
       CtorArgs s;
-      s.commands.expected_consumed = int64_view("x", n);
+      s.commands.expected_consumed = s.own64(n);
       EXPECT_TRUE(rejects(s, {"commands.expected_consumed", "[4]"}));
     }
     {
       CtorArgs s;
-      s.commands.errors = int32_view("x", n);
+      s.commands.errors = s.own32(n);
       EXPECT_TRUE(rejects(s, {"commands.errors", "[4]"}));
     }
     {
       CtorArgs s;
-      s.commands.num_ops = int32_view("x", n == 0 ? 0 : n);
+      s.commands.num_ops = s.own32(n == 0 ? 0 : n);
       EXPECT_TRUE(rejects(s, {"commands.num_ops", "[1]"}));
     }
   }
@@ -210,17 +212,17 @@ TEST(TEST_CATEGORY, construction_source_slots_of_the_wrong_extent) {
   // with the other six arrays must be the one the message names.
   {
     CtorArgs s(4, statexfer::test::test_layout(), 20);
-    s.commands.source_slots = int64_view("x", 5);  // not a capacity
+    s.commands.source_slots = s.own64(5);  // not a capacity
     EXPECT_TRUE(rejects(s, {"source_slots", "5"}));
   }
   {
     CtorArgs s(4, statexfer::test::test_layout(), 20);
-    s.commands.source_slots = int64_view("x", 8);  // a capacity, but not the others' 4
+    s.commands.source_slots = s.own64(8);  // a capacity, but not the others' 4
     EXPECT_TRUE(rejects(s, {"source_slots"}));
   }
   {
     CtorArgs s(4, statexfer::test::test_layout(), 20);
-    s.commands.source_slots = int64_view("x", 2);
+    s.commands.source_slots = s.own64(2);
     EXPECT_TRUE(rejects(s, {"source_slots"}));
   }
 }

@@ -449,10 +449,10 @@ TEST(TEST_CATEGORY, differential_large_rows) {
               static_cast<long long>(run.copies));
 }
 
-// Both apply() designs on every backend (options.apply_words picks them): the
-// teams (words 0, the hosts' default) and the flat grid (GPUs' default) at each
-// word count, over tiles from a few hundred bytes (many items, narrow grids) to
-// the default, with byte edges and 1-, 8- and 16-byte shared alignments.
+// Every apply() design on every backend (options.apply picks it): the teams,
+// the flat grid at each word count, the persistent grid and the compact grid
+// (the default), over tiles from a few hundred bytes (many items, narrow grids)
+// to the default, with byte edges and 1-, 8- and 16-byte shared alignments.
 TEST(TEST_CATEGORY, differential_apply_designs) {
   using statexfer::ApplyDesign;
   struct Design {
@@ -460,10 +460,11 @@ TEST(TEST_CATEGORY, differential_apply_designs) {
     int words;
     std::int64_t tile;
   };
-  const std::vector<Design> designs = {{ApplyDesign::teams, -1, 1040},     {ApplyDesign::flat_grid, 1, 4096},
-                                       {ApplyDesign::flat_grid, 2, 65536}, {ApplyDesign::flat_grid, 2, 272},
-                                       {ApplyDesign::flat_grid, 4, 16384}, {ApplyDesign::persistent, -1, 65536},
-                                       {ApplyDesign::persistent, -1, 272}, {ApplyDesign::persistent, -1, 20000}};
+  const std::vector<Design> designs = {
+      {ApplyDesign::teams, -1, 1040},     {ApplyDesign::flat_grid, 1, 4096},    {ApplyDesign::flat_grid, 2, 65536},
+      {ApplyDesign::flat_grid, 2, 272},   {ApplyDesign::flat_grid, 4, 16384},   {ApplyDesign::persistent, -1, 65536},
+      {ApplyDesign::persistent, -1, 272}, {ApplyDesign::persistent, -1, 20000}, {ApplyDesign::compact, -1, 65536},
+      {ApplyDesign::compact, -1, 272},    {ApplyDesign::compact, -1, 20000}};
   for (const auto& [design, words, tile] : designs) {
     statexfer::TransferOptions options;
     options.apply = design;

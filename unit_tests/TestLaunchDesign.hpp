@@ -29,18 +29,18 @@ using Exec = TEST_EXECSPACE;
 using CtorArgs = statexfer::test::CtorArgs<Exec>;
 using statexfer::test::throws_naming;
 
-// apply()'s design: the flat grid on GPUs and the teams on hosts by default;
-// options.apply_words picks either; the constructor refuses the rest, naming it.
+// apply()'s design: the compact grid by default on every backend; options.apply
+// picks any other, options.apply_words the flat grid's words; the constructor
+// refuses the rest, naming it.
 TEST(TEST_CATEGORY, construction_apply_design) {
   CtorArgs s;
-  const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
   {
     auto t = s.make();
     t.prepare(Exec());
-    EXPECT_EQ(t.launch_plan().apply, host ? statexfer::ApplyDesign::teams : statexfer::ApplyDesign::flat_grid)
-        << t.launch_summary();
+    EXPECT_EQ(t.launch_plan().apply, statexfer::ApplyDesign::compact) << t.launch_summary();
+    EXPECT_EQ(t.launch_plan().compact_units, 1) << "small rows: one unit an item";
     EXPECT_EQ(t.launch_plan().apply_words, 2);
-    EXPECT_EQ(t.launch_summary().find(" flat (2 words") != std::string::npos, !host) << t.launch_summary();
+    EXPECT_NE(t.launch_summary().find(" compact (1 units an item)"), std::string::npos) << t.launch_summary();
   }
   s.config.options.apply = statexfer::ApplyDesign::flat_grid;
   for (const int words : {1, 2, 4}) {
@@ -55,15 +55,24 @@ TEST(TEST_CATEGORY, construction_apply_design) {
         << t.launch_summary();
   }
   s.config.options.apply_words = -1;
-  for (const auto design :
-       {statexfer::ApplyDesign::teams, statexfer::ApplyDesign::flat_grid, statexfer::ApplyDesign::persistent}) {
+  for (const auto design : {statexfer::ApplyDesign::teams, statexfer::ApplyDesign::flat_grid,
+                            statexfer::ApplyDesign::persistent, statexfer::ApplyDesign::compact}) {
     s.config.options.apply = design;
     auto t = s.make();
     t.prepare(Exec());
     EXPECT_EQ(t.launch_plan().apply, design);
     EXPECT_GE(t.launch_plan().apply_team_size, 1);
   }
+  s.config.options.apply = static_cast<statexfer::ApplyDesign>(5);
+  EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { (void)s.make(); }, {"options.apply", "ApplyDesign"}));
   s.config.options.apply = statexfer::ApplyDesign::automatic;
+  for (const int bad : {-1, 1 << 21}) {
+    s.config.options.apply_teams = bad;
+    EXPECT_TRUE(
+        throws_naming<std::invalid_argument>([&] { (void)s.make(); }, {"options.apply_teams", std::to_string(bad)}))
+        << bad;
+  }
+  s.config.options.apply_teams = 0;
   for (const int bad : {0, 3, 5, -2}) {
     s.config.options.apply_words = bad;
     EXPECT_TRUE(

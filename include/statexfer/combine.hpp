@@ -55,31 +55,33 @@
 
 namespace statexfer {
 
-/// Priority of an error code in the combined order: 5 -> 6, 1 -> 5, 2 -> 4,
-/// 3 -> 3, 4 -> 2, 6 -> 1, 0 -> 0. Codes outside 0..6 rank above all (7).
+/// Priority of an error code in the combined order: 5 -> 7, 1 -> 6, 2 -> 5,
+/// 3 -> 4, 4 -> 3, 6 -> 2, 7 -> 1, 0 -> 0. Codes outside 0..7 rank above all (8).
 KOKKOS_INLINE_FUNCTION constexpr std::int32_t error_priority(std::int32_t code) noexcept {
   switch (code) {
     case 0: return 0;
-    case 6: return 1;
-    case 4: return 2;
-    case 3: return 3;
-    case 2: return 4;
-    case 1: return 5;
-    case 5: return 6;
-    default: return 7;
+    case 7: return 1;
+    case 6: return 2;
+    case 4: return 3;
+    case 3: return 4;
+    case 2: return 5;
+    case 1: return 6;
+    case 5: return 7;
+    default: return 8;
   }
 }
 
-/// Inverse of error_priority; priority 7 (a code outside 0..6) comes back as -1.
+/// Inverse of error_priority; priority 8 (a code outside 0..7) comes back as -1.
 KOKKOS_INLINE_FUNCTION constexpr std::int32_t error_from_priority(std::int32_t priority) noexcept {
   switch (priority) {
     case 0: return 0;
-    case 1: return 6;
-    case 2: return 4;
-    case 3: return 3;
-    case 4: return 2;
-    case 5: return 1;
-    case 6: return 5;
+    case 1: return 7;
+    case 2: return 6;
+    case 3: return 4;
+    case 4: return 3;
+    case 5: return 2;
+    case 6: return 1;
+    case 7: return 5;
     default: return -1;
   }
 }

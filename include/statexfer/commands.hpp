@@ -28,6 +28,7 @@ enum class CommandError : std::int32_t {
   alias_conflict = 4,    ///< another live command writes what this one reads or writes (rows or pages)
   invalid_count = 5,     ///< num_ops is negative or larger than the capacity (every row)
   invalid_page = 6,      ///< the partial (or trailing) page is unmapped or past the usable page count
+  row_in_use = 7,        ///< with row claims (§15): another transfer's batch in flight reads or writes its rows
 };
 
 /// Values of StateCommands::operation (docs/CONTRACT.md §2, §12, §13). Operations
@@ -42,7 +43,7 @@ inline constexpr std::int32_t op_onload = 3;             ///< host row src -> de
 inline constexpr std::int32_t op_restore_from_host = 4;  ///< a restore whose source is host row src
 inline constexpr std::int32_t op_commit = 5;             ///< make the accepted position's state the slot's live state
 
-/// "none", "invalid_operation", ... ; "unknown" for values outside 0..6.
+/// "none", "invalid_operation", ... ; "unknown" for values outside 0..7.
 const char* to_string(CommandError code) noexcept;
 /// Same for the raw int32 stored in the errors array.
 const char* command_error_name(std::int32_t code) noexcept;
@@ -277,12 +278,19 @@ enum class CommandPlacement : std::uint8_t {
 /// allocation (`block`) laid out as a CommandBatch, so that upload() is one
 /// copy; with CommandPlacement::mapped the arrays the host writes lie in
 /// `mapped_block` instead, which the kernels read in place.
+///
+/// The arrays are unmanaged Views: they point into memory that something else
+/// owns, `block` and `mapped_block` after allocate() (a copy of the
+/// StateCommands shares them), the caller's own Views for arrays it puts
+/// together. A copy of one array (`auto e = commands.errors;`) keeps no memory
+/// alive: it is valid while a StateCommands (or a transfer or combiner built
+/// from it) holds the block.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 struct StateCommands {
   using execution_space = ExecutionSpace;
   using memory_space = typename ExecutionSpace::memory_space;
-  using int64_view = Kokkos::View<std::int64_t*, memory_space>;
-  using int32_view = Kokkos::View<std::int32_t*, memory_space>;
+  using int64_view = Kokkos::View<std::int64_t*, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using int32_view = Kokkos::View<std::int32_t*, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   int64_view request_slots;      ///< request slot (row of page tables and state rows) per command
   int64_view source_slots;       ///< source row (-1 for a reset or a commit); a host row for operations 3 and 4
@@ -293,7 +301,8 @@ struct StateCommands {
   int32_view num_ops;            ///< [1]: live command count
   int32_view errors;             ///< device-written CommandError per command
   int32_view commit_positions;   ///< device-written: a commit's accepted count as read, -1 for other rows (§13)
-  /// The allocation the arrays above lie in (allocate()); empty for arrays a caller put together.
+  /// The allocation the arrays above lie in (allocate()), which owns their
+  /// memory; empty for arrays a caller put together.
   Kokkos::View<std::uint8_t*, memory_space> block;
   /// CommandPlacement::mapped: the allocation of the arrays the host writes.
   Kokkos::View<std::uint8_t*, typename CommandBatch<ExecutionSpace>::memory_space> mapped_block;
@@ -339,6 +348,19 @@ struct StateCommands {
   }
 
   std::int64_t capacity() const noexcept { return static_cast<std::int64_t>(source_slots.extent(0)); }
+
+  /// The two arrays validate() writes as one int32 [2 C] array: `errors` in
+  /// elements 0..C-1, `commit_positions` in C..2C-1, so that one copy reads
+  /// both back. allocate() puts them side by side in `block`; empty when they
+  /// are not (arrays a caller put together).
+  int32_view outputs() const noexcept {
+    const std::size_t c = errors.extent(0);
+    const auto* begin = reinterpret_cast<const std::uint8_t*>(errors.data());
+    const bool adjacent = block.data() != nullptr && c > 0 && commit_positions.extent(0) == c &&
+                          commit_positions.data() == errors.data() + c && begin >= block.data() &&
+                          begin + 2 * c * sizeof(std::int32_t) <= block.data() + block.extent(0);
+    return adjacent ? int32_view(errors.data(), 2 * c) : int32_view();
+  }
 
   /// `batch` (its rows and num_ops) into these arrays. Device placement: one
   /// copy enqueued on `exec`, no fence (capturable); keep `batch` unchanged

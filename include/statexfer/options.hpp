@@ -25,13 +25,13 @@ const char* to_string(FusedDesign design) noexcept;
 
 /// How apply() runs.
 enum class ApplyDesign : std::uint8_t {
-  automatic,   ///< GPUs: the persistent grid with remapping commits (up to 64 commands), else the flat grid; hosts: a
-               ///< team of one a tile
+  automatic,   ///< the compact grid (the teams where its units would not fit 32-bit indices)
   teams,       ///< a team per work item of every row
   flat_grid,   ///< a thread per `apply_words` 16-byte words of every work item of every row
   persistent,  ///< about a wave of teams moving the units of the rows that move bytes (up to 64 commands)
+  compact,     ///< a fixed league of teams striding over the units of the rows validate() listed as moving bytes
 };
-/// "automatic", "teams", "flat_grid", "persistent".
+/// "automatic", "teams", "flat_grid", "persistent", "compact".
 const char* to_string(ApplyDesign design) noexcept;
 
 /// Design choices and expert tuning of a transfer's kernels. Every default (0,
@@ -47,6 +47,10 @@ struct TransferOptions {
   FusedDesign validate_and_apply = FusedDesign::automatic;
   /// apply()'s design.
   ApplyDesign apply = ApplyDesign::automatic;
+  /// apply()'s compact grid: teams of its league (1 to 2^20); 0: about a wave on GPUs (12 teams of 128 threads
+  /// an SM), the CPU's threads on hosts. Fewer teams leave SMs to other work (host-tier moves on a stream of
+  /// their own).
+  int apply_teams = 0;
   /// apply()'s flat grid: 16-byte words a thread (1, 2 or 4); -1: 2.
   int apply_words = -1;
   /// apply()'s team size when it runs as teams (1 to 1024); 0: 128 on GPUs, 1 on hosts.
@@ -95,6 +99,9 @@ struct LaunchPlan {
   int fused_chunk_shift = 0;                                   ///< flat grid: log2 of the blocks a work item has
   int fused_rounds = 1;                                        ///< flat grid: rounds a block
   int fused_words = 0;                                         ///< flat grid: 16-byte words a thread a round
+  // The compact grid (apply)
+  std::int64_t compact_teams = 0;  ///< its league
+  int compact_units = 0;           ///< units (8 KiB on GPUs, a work item on hosts) covering the longest work item
   // The persistent grid (apply or validate_and_apply)
   std::int64_t persistent_teams = 0;  ///< its league
   int persistent_units = 0;           ///< 8 KiB units covering the longest work item

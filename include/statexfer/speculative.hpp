@@ -12,9 +12,15 @@
 
 namespace statexfer {
 
+/// Columns of the state rows (TransferConfig::state_rows, int64
+/// [C, state_row_columns]): one record per request slot, column 0 its live
+/// pool row, columns 1..max_speculative_positions the rows of a verify step's
+/// drafted positions (docs/CONTRACT.md §13).
+inline constexpr int state_row_columns = 8;
+
 /// Drafted positions a verify step may keep a state for: columns 1..7 of the
-/// state rows ([C, 8], column 0 the live row) name their rows.
-inline constexpr int max_speculative_positions = 7;
+/// state rows (column 0 the live row) name their rows.
+inline constexpr int max_speculative_positions = state_row_columns - 1;
 
 /// How a commit makes the accepted position's state live (docs/CONTRACT.md §13).
 enum class CommitMove : std::uint8_t {

@@ -2,8 +2,9 @@
 #define STATEXFER_STATEXFER_HPP
 
 // Everything public: layout, pool, host tier, commands, prepared transfers,
-// speculative commits, error combining. docs/api.md is the guide to it.
+// speculative commits, row claims, error combining. docs/api.md is the guide to it.
 
+#include <statexfer/claims.hpp>
 #include <statexfer/combine.hpp>
 #include <statexfer/commands.hpp>
 #include <statexfer/config.hpp>

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <statexfer/claims.hpp>
 #include <statexfer/commands.hpp>
 #include <statexfer/host_tier.hpp>
 #include <statexfer/layout.hpp>
@@ -43,7 +44,7 @@ struct TransferConfig {
   std::vector<PageBinding<ExecutionSpace>> pages;
   /// Tokens per physical KV page (> 0).
   std::int64_t page_tokens = 0;
-  /// int64 [C, 8]; column 0 is the live pool row of each request slot.
+  /// int64 [C, state_row_columns] (8); column 0 is the live pool row of each request slot.
   StateRows<ExecutionSpace> state_rows;
   /// Consumed tokens of each live request.
   RequestState<ExecutionSpace> requests;
@@ -57,6 +58,9 @@ struct TransferConfig {
   HostTier<ExecutionSpace> host_tier;
   /// Commits of speculative decoding, operation 5 (docs/CONTRACT.md §13); positions 0: none.
   SpeculativeConfig<ExecutionSpace> speculative;
+  /// Row claims shared with the transfers that run beside this one on other instances (docs/CONTRACT.md §15);
+  /// empty: none.
+  RowClaims<ExecutionSpace> claims;
   /// Design choices and tuning of the kernels; the defaults are the measured best.
   TransferOptions options;
 };

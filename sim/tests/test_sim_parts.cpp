@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <test_common/oracle_commands.hpp>
+
 #include "batch.hpp"
 #include "faults.hpp"
 #include "geometry.hpp"
@@ -119,14 +121,14 @@ TEST(SimScheduler, TheSecondRequestRestoresTheSharedPrefix) {
   EXPECT_EQ(n.restore_fallbacks, 0);
   std::int64_t checkpoint_row = -1;
   for (const BatchEntry& b : issued)
-    if (b.kind == kind_snapshot && b.cmd.end == 20) checkpoint_row = b.cmd.dst;
+    if (b.kind == kind_snapshot && b.cmd.expected_consumed == 20) checkpoint_row = b.cmd.destination;
   ASSERT_GE(checkpoint_row, g.first_snapshot_row()) << "no snapshot of the prefix document's end";
   bool restored = false;
   for (const BatchEntry& b : issued)
     if (b.kind == kind_restore) {
-      EXPECT_EQ(b.cmd.src, checkpoint_row);
-      EXPECT_EQ(b.cmd.dst, g.home_row(0));
-      EXPECT_EQ(b.cmd.end, 20);
+      EXPECT_EQ(b.cmd.source, checkpoint_row);
+      EXPECT_EQ(b.cmd.destination, g.home_row(0));
+      EXPECT_EQ(b.cmd.expected_consumed, 20);
       restored = true;
     }
   EXPECT_TRUE(restored);
@@ -156,10 +158,10 @@ TEST(SimScheduler, AFailedRestoreFallsBackToAReset) {
 
 TEST(SimFaults, TheFirstCommandWithAPartialPageOfItsKind) {
   Batch batch;
-  batch.push_back({{0, -1, 1, 1, 0}, kind_reset, 0});
-  batch.push_back({{1, 2, 9, 0, 8}, kind_snapshot, 1});   // endpoint on a page boundary: no partial page
-  batch.push_back({{2, 10, 3, 0, 6}, kind_restore, 2});   // partial page: logical page 1
-  batch.push_back({{3, 4, 11, 0, 7}, kind_snapshot, 3});  // partial page: logical page 1
+  batch.push_back({Command::reset(0, 1), kind_reset, 0});
+  batch.push_back({Command::snapshot(1, 2, 9, 8), kind_snapshot, 1});   // endpoint on a page boundary: no partial page
+  batch.push_back({Command::restore(2, 10, 3, 6), kind_restore, 2});    // partial page: logical page 1
+  batch.push_back({Command::snapshot(3, 4, 11, 7), kind_snapshot, 3});  // partial page: logical page 1
   const std::vector<Fault> faults{{1, 0, -1}, {0, 0, kind_snapshot}, {1, 5, -1}};
   SimConfig cfg = small_config();
   cfg.capacity = 4;
@@ -167,7 +169,7 @@ TEST(SimFaults, TheFirstCommandWithAPartialPageOfItsKind) {
   std::vector<std::int32_t> tables(static_cast<std::size_t>(4 * g.table_width), -1);
   tables[2 * g.table_width + 1] = 13;
   tables[3 * g.table_width + 1] = 17;
-  const std::vector<std::int64_t> rows = g.initial_state_rows();
+  const HostStateRows rows = g.initial_state_rows();
 
   FaultInjector on_rank_1(faults, 1, g);
   const StepFaults step0 = on_rank_1.inject(0, batch, tables, rows);
@@ -221,9 +223,10 @@ TEST(SimReplica, TheOracleSnapshotsTheLiveRowAndItsPartialPage) {
   replica.run_jobs(model.jobs());
 
   const std::int64_t row = g.first_snapshot_row();
-  std::vector<std::int64_t> slot{0, 0}, src{g.home_row(0), g.home_row(0)}, dst{row, row + 1}, end{6, 5};
-  std::vector<std::int32_t> op{0, 0};
-  test::OracleCommands one{slot.data(), src.data(), dst.data(), op.data(), end.data(), 1};
+  const test::OracleCommandRows rows(
+      {Command::snapshot(0, g.home_row(0), row, 6), Command::snapshot(0, g.home_row(0), row + 1, 5)});
+  test::OracleCommands one = rows.view();
+  one.num_ops = 1;
   test::OracleMemory memory = replica.memory(tables.data(), draft_tables.data());
   const std::vector<std::int32_t> codes = replica.oracle().validate(one, memory);
   ASSERT_EQ(codes[0], 0);
@@ -247,6 +250,7 @@ TEST(SimReplica, TheOracleSnapshotsTheLiveRowAndItsPartialPage) {
   wrong_end.destination_slots += 1;
   wrong_end.operation += 1;
   wrong_end.expected_consumed += 1;
+  wrong_end.prefix_keys += 1;
   EXPECT_EQ(replica.oracle().validate(wrong_end, memory)[0], 3);
 }
 

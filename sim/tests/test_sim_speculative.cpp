@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <statexfer/commands.hpp>
+#include <test_common/oracle_commands.hpp>
 
 #include "batch.hpp"
 #include "faults.hpp"
@@ -94,11 +95,13 @@ TEST(SimSpeculative, GeometryAddsPositionRowsAndAKey) {
   EXPECT_EQ(g.position_row(1, 3), 8);
   EXPECT_GE(g.key_offset, 0);
   EXPECT_EQ(g.key_offset % 8, 0);
-  const std::vector<std::int64_t> rows = g.initial_state_rows();
-  EXPECT_EQ(rows[8], 2);      // slot 1's live row
-  EXPECT_EQ(rows[8 + 1], 6);  // and its position rows
-  EXPECT_EQ(rows[8 + 3], 8);
-  EXPECT_EQ(rows[8 + 4], 0);  // columns past K unused
+  const HostStateRows rows = g.initial_state_rows();
+  EXPECT_EQ(rows.capacity(), 2);
+  EXPECT_EQ(rows.live(1), 2);  // slot 1's live row
+  EXPECT_EQ(rows(1, 1), 6);    // and its position rows
+  EXPECT_EQ(rows(1, 3), 8);
+  EXPECT_EQ(rows(1, 4), 0);  // columns past K unused
+  EXPECT_EQ(rows.data()[HostStateRows::columns], 2) << "row-major, as the oracle reads it";
   SimConfig bad = spec_config(8, false);
   EXPECT_THROW(make_geometry(bad, 50, Comm{}), std::invalid_argument);
 }
@@ -114,10 +117,10 @@ std::vector<Batch> run(Scheduler& scheduler, Model& model, Codes code_of) {
       codes.push_back(code_of(b));
       // Every command names the live row the mirror holds now (a remap moved it).
       if (b.kind == kind_snapshot) {
-        EXPECT_EQ(b.cmd.src, scheduler.live_row(b.cmd.slot));
+        EXPECT_EQ(b.cmd.source, scheduler.live_row(b.cmd.request_slot));
       }
       if (b.kind == kind_restore || b.kind == kind_reset) {
-        EXPECT_EQ(b.cmd.dst, scheduler.live_row(b.cmd.slot));
+        EXPECT_EQ(b.cmd.destination, scheduler.live_row(b.cmd.request_slot));
       }
     }
     batches.push_back(batch);
@@ -142,32 +145,32 @@ TEST(SimSpeculative, EveryVerifyIsCommittedInTheNextBatchAndNeverBesideASnapshot
     for (const Batch& batch : batches) {
       std::set<std::int64_t> slots;
       for (const BatchEntry& b : batch) {
-        if (b.cmd.slot >= 0) {
-          EXPECT_TRUE(slots.insert(b.cmd.slot).second) << "two commands of slot " << b.cmd.slot;
+        if (b.cmd.request_slot >= 0) {
+          EXPECT_TRUE(slots.insert(b.cmd.request_slot).second) << "two commands of slot " << b.cmd.request_slot;
         }
         if (b.kind != kind_commit) continue;
-        EXPECT_EQ(b.cmd.op, statexfer::op_commit);
-        EXPECT_EQ(b.cmd.src, -1);
-        EXPECT_EQ(b.cmd.dst, -1);
+        EXPECT_EQ(b.cmd.operation, statexfer::op_commit);
+        EXPECT_EQ(b.cmd.source, -1);
+        EXPECT_EQ(b.cmd.destination, -1);
         EXPECT_GE(b.accepted, 0);
         EXPECT_LE(b.accepted, b.drafts);
         EXPECT_LE(b.drafts, 3);
-        auto& e = endpoint[static_cast<std::size_t>(b.cmd.slot)];
+        auto& e = endpoint[static_cast<std::size_t>(b.cmd.request_slot)];
         if (e >= 0) {
-          EXPECT_EQ(b.cmd.end, e + 1) << "a commit names the live row's endpoint after the verify";
+          EXPECT_EQ(b.cmd.expected_consumed, e + 1) << "a commit names the live row's endpoint after the verify";
         }
-        e = b.cmd.end + b.accepted;  // it applied
+        e = b.cmd.expected_consumed + b.accepted;  // it applied
       }
       for (const BatchEntry& b : batch)
-        if (b.kind == kind_snapshot && b.cmd.end == w.requests[0].total_len) {
+        if (b.kind == kind_snapshot && b.cmd.expected_consumed == w.requests[0].total_len) {
           // The completion snapshot: after the last commit, at the committed end.
-          EXPECT_EQ(endpoint[static_cast<std::size_t>(b.cmd.slot)], b.cmd.end);
+          EXPECT_EQ(endpoint[static_cast<std::size_t>(b.cmd.request_slot)], b.cmd.expected_consumed);
         }
     }
     for (std::int64_t s = 0; s < 2; ++s) {
       // The mirror is a permutation of the slot's own rows.
       std::vector<std::int64_t> mine, home{g.home_row(s)};
-      for (std::int64_t j = 0; j <= 3; ++j) mine.push_back(scheduler.state_rows()[static_cast<std::size_t>(s * 8 + j)]);
+      for (std::int64_t j = 0; j <= 3; ++j) mine.push_back(scheduler.state_rows()(s, j));
       for (std::int64_t j = 1; j <= 3; ++j) home.push_back(g.position_row(s, j));
       swapped |= mine != home;
       std::sort(mine.begin(), mine.end());
@@ -197,10 +200,10 @@ TEST(SimSpeculative, ARefusedCommitFallsBackToTheLiveRowsEndpoint) {
   std::int64_t refused_end = -1, next_end = -1;
   const auto batches = run(scheduler, model, [&](const BatchEntry& b) {
     if (b.kind != kind_commit) return 0;
-    if (refused_end >= 0 && next_end < 0 && b.cmd.slot == 0) next_end = b.cmd.end;
-    if (refused == 0 && b.cmd.slot == 0 && b.accepted > 0) {
+    if (refused_end >= 0 && next_end < 0 && b.cmd.request_slot == 0) next_end = b.cmd.expected_consumed;
+    if (refused == 0 && b.cmd.request_slot == 0 && b.accepted > 0) {
       ++refused;
-      refused_end = b.cmd.end;
+      refused_end = b.cmd.expected_consumed;
       return 3;
     }
     return 0;
@@ -240,13 +243,13 @@ TEST(SimSpeculative, FaultKindsParseAndName) {
 TEST(SimSpeculative, CommitFaultsChangeWhatTheirRankSees) {
   const SimConfig cfg = spec_config(3, false);
   const Geometry g = make_geometry(cfg, 50, Comm{});
-  std::vector<std::int64_t> rows = g.initial_state_rows();
-  std::swap(rows[8], rows[8 + 2]);  // slot 1 remapped once
+  HostStateRows rows = g.initial_state_rows();
+  std::swap(rows(1, 0), rows(1, 2));  // slot 1 remapped once
   const std::vector<std::int32_t> tables(static_cast<std::size_t>(2 * g.table_width), 0);
   Batch batch;
-  batch.push_back({{0, 10, g.home_row(0), statexfer::op_copy, 9, 77}, kind_restore, 0});
-  batch.push_back({{1, -1, -1, statexfer::op_commit, 12}, kind_commit, 1, 2, 1});
-  batch.push_back({{-1, 10, 3, statexfer::op_offload, 9, 77}, kind_offload, 0});
+  batch.push_back({Command::restore(0, 10, g.home_row(0), 9, 77), kind_restore, 0});
+  batch.push_back({Command::commit(1, 12), kind_commit, 1, 2, 1});
+  batch.push_back({Command::offload(10, 3, 9, 77), kind_offload, 0});
   std::vector<Fault> faults(4);
   faults[0].type = FaultType::stale_position;
   faults[1].type = FaultType::recycled_key;
@@ -257,7 +260,7 @@ TEST(SimSpeculative, CommitFaultsChangeWhatTheirRankSees) {
   const StepFaults f = injector.inject(0, batch, tables, rows);
   ASSERT_EQ(f.patches.size(), 2u) << "one commit: the first commit fault takes it, the other two wait";
   EXPECT_EQ(f.patches[0].target, FaultPatch::pool_word);
-  EXPECT_EQ(f.patches[0].index, rows[8 + 1]);  // the row accepting one draft selects
+  EXPECT_EQ(f.patches[0].index, rows(1, 1));  // the row accepting one draft selects
   EXPECT_EQ(f.patches[0].at, g.consumed_offset);
   EXPECT_EQ(f.patches[0].original, 13);
   EXPECT_EQ(f.patches[0].value, 12);
@@ -292,15 +295,14 @@ TEST(SimSpeculative, TheReplicasOracleCommitsTheAcceptedPosition) {
     Model model(g);
     model.begin_step(0);
     for (std::int64_t j = 0; j <= 2; ++j) {
-      model.write_state(g.initial_state_rows()[static_cast<std::size_t>(8 + j)], 1000 + j, 0);
-      model.stamp_consumed(g.initial_state_rows()[static_cast<std::size_t>(8 + j)], 7 + j);
+      model.write_state(g.initial_state_rows()(1, j), 1000 + j, 0);
+      model.stamp_consumed(g.initial_state_rows()(1, j), 7 + j);
     }
     replica.run_jobs(model.jobs());
     replica.set_accepted({0, 2});
     const std::vector<std::int32_t> tables(static_cast<std::size_t>(2 * g.table_width), 0);
-    std::vector<std::int64_t> slot{1}, src{-1}, dst{-1}, end{7}, key{0};
-    std::vector<std::int32_t> op{statexfer::op_commit};
-    test::OracleCommands commit{slot.data(), src.data(), dst.data(), op.data(), end.data(), 1, key.data()};
+    const test::OracleCommandRows rows({Command::commit(1, 7)});
+    const test::OracleCommands commit = rows.view();
     test::OracleMemory memory = replica.memory(tables.data(), tables.data());
     std::vector<std::int32_t> positions;
     const std::vector<std::int32_t> codes = replica.oracle().validate(commit, memory, &positions);
@@ -310,20 +312,20 @@ TEST(SimSpeculative, TheReplicasOracleCommitsTheAcceptedPosition) {
     replica.oracle().apply(commit, codes, memory);
     const std::int64_t live = g.home_row(1), accepted = g.position_row(1, 2), RB = g.row_bytes;
     if (copy) {
-      EXPECT_EQ(replica.state_rows()[8], live);
+      EXPECT_EQ(replica.state_rows().live(1), live);
       EXPECT_EQ(std::memcmp(replica.pool().data() + live * RB + g.ssm_offset,
                             before.data() + accepted * RB + g.ssm_offset, static_cast<std::size_t>(g.ssm.size())),
                 0);
     } else {
-      EXPECT_EQ(replica.state_rows()[8], accepted);
-      EXPECT_EQ(replica.state_rows()[8 + 2], live);
+      EXPECT_EQ(replica.state_rows().live(1), accepted);
+      EXPECT_EQ(replica.state_rows()(1, 2), live);
       EXPECT_EQ(replica.pool(), before) << "a remap moves no byte";
     }
     // Accepting one draft where position 1 holds endpoint 8, as it should, but
     // with an expected endpoint one short: a stale state (code 3).
-    end[0] = 6;
+    const test::OracleCommandRows short_rows({Command::commit(1, 6)});
     replica.set_accepted({0, 1});
-    EXPECT_EQ(replica.oracle().validate(commit, replica.memory(tables.data(), tables.data()))[0], 3);
+    EXPECT_EQ(replica.oracle().validate(short_rows.view(), replica.memory(tables.data(), tables.data()))[0], 3);
   }
 }
 
@@ -362,15 +364,9 @@ std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::uint8_t>> snaps
   const auto total = static_cast<std::int64_t>(w.requests.size());
   for (std::int64_t step = 0; step < 5000 && scheduler.counts().completed < total; ++step) {
     const Batch& batch = scheduler.plan_batch();
-    std::vector<std::int64_t> slot, src, dst, end, key;
-    std::vector<std::int32_t> op;
-    for (const BatchEntry& b : batch) {
-      slot.push_back(b.cmd.slot), src.push_back(b.cmd.src), dst.push_back(b.cmd.dst);
-      end.push_back(b.cmd.end), key.push_back(b.cmd.key), op.push_back(b.cmd.op);
-    }
-    const test::OracleCommands commands{slot.data(), src.data(), dst.data(),
-                                        op.data(),   end.data(), static_cast<std::int32_t>(batch.size()),
-                                        key.data()};
+    test::OracleCommandRows rows;
+    for (const BatchEntry& b : batch) rows.push_back(b.cmd);
+    const test::OracleCommands commands = rows.view();
     test::OracleMemory memory = replica.memory(scheduler.page_tables().data(), scheduler.draft_tables().data());
     const std::vector<std::int32_t> codes = replica.oracle().validate(commands, memory);
     replica.oracle().apply(commands, codes, memory);
@@ -378,11 +374,12 @@ std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::uint8_t>> snaps
       EXPECT_EQ(codes[i], 0) << "step " << step << " command " << i << " (" << kind_name(batch[i].kind) << ")";
       if (batch[i].kind != kind_snapshot || codes[i] != 0) continue;
       std::vector<std::uint8_t> bytes;
-      for (const auto& [name, range] : prefix_bytes(g, batch[i].cmd.end)) {
-        const std::uint8_t* row = replica.pool().data() + batch[i].cmd.dst * g.row_bytes + g.layout.region(name).offset;
+      for (const auto& [name, range] : prefix_bytes(g, batch[i].cmd.expected_consumed)) {
+        const std::uint8_t* row =
+            replica.pool().data() + batch[i].cmd.destination * g.row_bytes + g.layout.region(name).offset;
         bytes.insert(bytes.end(), row + range.first, row + range.second);
       }
-      saved[{batch[i].cmd.end, batch[i].cmd.key}] = bytes;
+      saved[{batch[i].cmd.expected_consumed, batch[i].cmd.prefix_key}] = bytes;
     }
     scheduler.take_results(std::vector<std::int32_t>(codes.begin(), codes.begin() + batch.size()));
     model.begin_step(step);

@@ -5,11 +5,11 @@
 // one thread of a team streams a range global -> shared -> global through a ring
 // of staging buffers in team scratch, completion tracked by mbarriers. It moves
 // large tiles faster than the team's own loads and stores, which keep registers
-// busy with the data (tools/gpu/bulk_copy_bench.cu measures both; figures in
+// busy with the data (unit_tests/cuda/bulk_copy_bench.cu measures both; figures in
 // perf_tests/RESULTS.md). Compiled for sm_90 and newer only; elsewhere apply()
 // copies with loads and stores.
 
-// No Kokkos here: tools/gpu/bulk_copy_bench.cu measures the same code outside it.
+// No Kokkos here: unit_tests/cuda/bulk_copy_bench.cu measures the same code outside it.
 
 #include <cstddef>
 #include <cstdint>

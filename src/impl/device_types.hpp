@@ -69,6 +69,23 @@ enum PlanFlag : std::int32_t {
   plan_remap = 512,              // a remapping commit: no bytes, two state-row entries swap
 };
 
+/// The compact plan validate() leaves beside the rows' plans (an int32 View of
+/// `move_rows + C` entries): the live rows with code 0 that move bytes, in row
+/// order from entry `move_rows`, and the remapping commits from the last entry
+/// backwards, so that apply() launches a fixed grid over what moves, whatever
+/// the capacity; `live_count` the live rows it looked at (the rows whose row
+/// claims apply() releases, docs/CONTRACT.md §15). `teams_done` counts the
+/// deciding launch's teams that have finished, `apply_done` apply()'s; the last
+/// team of each sets it back to 0.
+enum MoveListEntry : std::int32_t {
+  move_count = 0,
+  remap_count = 1,
+  live_count = 2,
+  teams_done = 3,
+  apply_done = 4,
+  move_rows = 5
+};
+
 /// Device-side constants of a prepared transfer.
 struct TransferShape {
   std::int64_t capacity;   // C

@@ -26,6 +26,7 @@ struct PlanShape {
   std::int64_t longest_item = 0;  // bytes
   std::int64_t row_bytes = 0;
   bool remapping_commits = false;  // speculative positions whose commits remap (docs/CONTRACT.md §13)
+  bool claims = false;             // row claims (docs/CONTRACT.md §15): a row is claimed once, by validate()
 };
 
 /// What the plan needs of the device and the kernels' policies (prepare() asks them).
@@ -47,8 +48,13 @@ struct DeviceLimits {
   int persistent_team_max = 1;  // the persistent grid's teams, with their scratch
 };
 
-/// Bytes of one unit of the persistent grid (PersistentFunctor::unit_bytes).
+/// Bytes of one unit of the persistent grid (PersistentFunctor::unit_bytes) and of the compact grid on GPUs
+/// (CompactApplyFunctor::unit_bytes).
 inline constexpr std::int64_t persistent_unit_bytes = 128 * 4 * 16;
+inline constexpr std::int64_t compact_unit_bytes = 128 * 4 * 16;
+/// The compact grid's teams on GPUs: 12 of 128 threads an SM (CompactApplyFunctor's launch bounds), of the 2048
+/// threads an SM holds.
+inline constexpr std::int64_t compact_teams_per_sm = 12;
 
 /// Defaults of TransferOptions that the constructor needs before prepare().
 inline constexpr std::int64_t default_tile_bytes = 64 * 1024;
@@ -65,9 +71,10 @@ inline void check_options(const TransferOptions& o) {
   if (o.apply_words != -1 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
     reject("options.apply_words must be -1 (the default), 1, 2 or 4, got " + std::to_string(o.apply_words));
   const auto apply = static_cast<int>(o.apply);
-  if (apply < 0 || apply > static_cast<int>(ApplyDesign::persistent))
+  if (apply < 0 || apply > static_cast<int>(ApplyDesign::compact))
     reject("options.apply is not an ApplyDesign, got " + std::to_string(apply));
   range("apply_team_size", o.apply_team_size, 1, 1024);
+  range("apply_teams", o.apply_teams, 1, 1 << 20);
   range("apply_tile_bytes", o.apply_tile_bytes, 256, std::int64_t(1) << 30, ", a multiple of 16");
   if (o.apply_tile_bytes % 16 != 0)
     reject("options.apply_tile_bytes must be a multiple of 16, got " + std::to_string(o.apply_tile_bytes));
@@ -102,16 +109,16 @@ inline std::int32_t log2_exact(std::int64_t power) {
 }
 
 /// The launches of one transfer. The defaults are the best of the sittings in
-/// perf_tests/RESULTS.md: apply() on GPUs a flat grid of two 16-byte words a
-/// thread (of 1, 2 and 4), its teams 128 threads (of 128, 256 and 512);
-/// validate() up to 64 commands one team of a thread a row up to 32 rows,
-/// else teams of 8 rows (at 32 one team and several were level), each row's
-/// vector lanes splitting its scan of the others where it has more than 8 (4
-/// with several teams) peers to scan, at most 4 lanes in one team (there all
-/// C rows' warps share one SM); validate_and_apply() the flat grid up to 8
-/// commands and 256 MiB a batch on Kokkos 4 (it was 10-15% slower than two
-/// launches on Kokkos 3.4's build), else the teams while they are about one
-/// wave of the device's threads (past that every wave repeats the validation).
+/// perf_tests/RESULTS.md and DESIGN-NOTES.md: apply() the compact grid (a
+/// partly filled batch costs what it moves); validate() up to 64 commands one
+/// team of a thread a row up to 32 rows, else teams of 8 rows (at 32 one team
+/// and several were level), each row's vector lanes splitting its scan of the
+/// others where it has more than 8 (4 with several teams) peers to scan, at
+/// most 4 lanes in one team (there all C rows' warps share one SM);
+/// validate_and_apply() one launch only where its grid is small (below: the
+/// flat grid on Kokkos 4, which was 10-15% slower than two launches on Kokkos
+/// 3.4's build, the teams, or the persistent grid where commits remap), else
+/// two launches.
 inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, const TransferOptions& o) {
   LaunchPlan p;
   const bool host = d.host;
@@ -133,17 +140,28 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const std::int64_t persistent_resident = host ? d.concurrency : d.concurrency / 4 / 128;
   p.persistent_teams = std::max<std::int64_t>(1, std::min(units, persistent_resident));
   const bool persistent_fits = c <= max_capacity && (host || d.persistent_team_max >= 128);
-  // GPUs: the persistent grid where commits remap, the flat grid elsewhere. A
-  // remapping commit's row moves no bytes, yet the flat grids launch every work
-  // item of every row (a whole row's threads for each commit of each step); the
-  // persistent grid moves the bytes of copies more slowly than the flat grid
-  // (perf_tests/DESIGN-NOTES.md).
+  // The compact grid: a fixed league striding over the units of the rows that
+  // validate() listed as moving bytes, so that a step costs what it moves at
+  // every capacity and live count (the flat grid and the teams launch every
+  // work item of every row, live or not). GPUs: 8 KiB units, about a wave of
+  // teams; hosts: a work item a unit, a team of one a thread. Its unit indices
+  // are 32-bit: past that, the teams.
+  p.compact_units =
+      host
+          ? 1
+          : static_cast<int>(std::max<std::int64_t>(1, (s.longest_item + compact_unit_bytes - 1) / compact_unit_bytes));
+  const std::int64_t compact_units = p.work_items * p.compact_units;
+  const bool compact_fits = compact_units <= std::numeric_limits<std::int32_t>::max();
+  const std::int64_t compact_resident = host ? d.concurrency : d.concurrency * compact_teams_per_sm / 2048;
+  p.compact_teams = std::max<std::int64_t>(
+      1, std::min(compact_units,
+                  o.apply_teams > 0 ? std::int64_t(o.apply_teams) : std::max<std::int64_t>(1, compact_resident)));
+  // validate_and_apply()'s persistent grid where commits remap (measured: a
+  // remapping step moves no bytes, and its one launch saves validate()'s).
   const bool prefer_persistent = !host && s.remapping_commits && persistent_fits;
-  ApplyDesign apply = o.apply != ApplyDesign::automatic ? o.apply
-                      : host                            ? ApplyDesign::teams
-                      : prefer_persistent               ? ApplyDesign::persistent
-                                                        : ApplyDesign::flat_grid;
-  if (apply == ApplyDesign::persistent && !persistent_fits) apply = host ? ApplyDesign::teams : ApplyDesign::flat_grid;
+  ApplyDesign apply = o.apply != ApplyDesign::automatic ? o.apply : ApplyDesign::compact;
+  if (apply == ApplyDesign::persistent && !persistent_fits) apply = ApplyDesign::compact;
+  if (apply == ApplyDesign::compact && !compact_fits) apply = ApplyDesign::teams;
   p.apply = apply;
   // validate()
   if (p.sorted_validation) {
@@ -168,8 +186,17 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
     p.validate_league = (ci + rows - 1) / rows;
     p.validate_team_size = host ? 1 : std::max(1, std::min(threads_max(lanes), rows));
   }
-  // validate_and_apply(): on hosts every team or block would repeat the loads of every row on the CPU.
-  const bool flat_fits = c <= 8 && c * s.row_bytes <= (std::int64_t(256) << 20);
+  // validate_and_apply(): on hosts every team or block would repeat the loads
+  // of every row on the CPU. On GPUs one launch saves validate()'s ahead of
+  // apply(), but its grid launches every work item of every row whether the
+  // batch fills the row or not: the flat grid only while its blocks are at
+  // most two waves (a partly filled batch then costs at most a wave of
+  // deciding blocks more than it moves) or the capacity is 1 (always full),
+  // the teams while they are one wave (below); else validate() and the
+  // compact apply().
+  const std::int64_t flat_blocks = p.work_items * ((s.longest_item + 128 * d.fused_flat_words * 16 - 1) /
+                                                   (128 * std::int64_t(d.fused_flat_words) * 16));
+  const bool flat_fits = c == 1 || (c <= 8 && flat_blocks <= 2 * (d.concurrency / 2 / 128));
   const FusedDesign automatic = host || p.sorted_validation ? FusedDesign::two_launches
                                 : prefer_persistent         ? FusedDesign::persistent
                                 : d.kokkos4 && flat_fits    ? FusedDesign::flat_grid
@@ -177,7 +204,8 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const bool chosen = o.validate_and_apply != FusedDesign::automatic;
   const FusedDesign design = chosen ? o.validate_and_apply : automatic;
   p.validate_and_apply = FusedDesign::two_launches;
-  if (p.sorted_validation) return p;
+  // One launch decides a row in each of its blocks: no block could claim its rows for the others.
+  if (p.sorted_validation || s.claims) return p;
   if (design == FusedDesign::persistent) {
     if (persistent_fits) p.validate_and_apply = FusedDesign::persistent;
   } else if (design == FusedDesign::teams) {

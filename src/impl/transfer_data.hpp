@@ -17,6 +17,7 @@
 #include <statexfer/transfer.hpp>
 
 #include "apply_kernel.hpp"
+#include "compact_apply_kernel.hpp"
 #include "device_types.hpp"
 #include "flat_apply_kernel.hpp"
 #include "fused_flat_kernel.hpp"
@@ -46,11 +47,19 @@ struct TransferData {
   TransferShape shape{};
   Kokkos::View<WorkItem*, memory_space> items;
   Kokkos::View<RowPlan*, memory_space> plan;
-  SortedValidation<ExecutionSpace> sorted;  // capacities above max_capacity (the extension)
+  Kokkos::View<std::int32_t*, memory_space> moves;    // the compact plan (move_list.hpp): move_rows + C entries
+  RowClaims<ExecutionSpace> claims;                   // empty: none (docs/CONTRACT.md §15)
+  Kokkos::View<std::int64_t*, memory_space> claimed;  // with claims: what each live row holds, [2 C]
+  SortedValidation<ExecutionSpace> sorted;            // capacities above max_capacity (the extension)
   TransferOptions options;
   std::int64_t longest_item = 0;
   LaunchPlan launches;  // prepare()
   bool prepared = false;
+  // Whether the compact plan is the last validation's, in the order the
+  // instance runs what was enqueued: validate() writes it, a one-launch
+  // validate_and_apply() does not (its blocks decide rows independently), so
+  // an apply() enqueued after one takes the teams, which read the plan alone.
+  mutable bool moves_current = true;
   ExecutionSpace exec;  // the instance prepare() bound the transfer to
 
   /// The optional checks this transfer has (ValidateFeature): which
@@ -97,6 +106,9 @@ struct TransferData {
     f.prefix_keys = commands.prefix_keys;
     f.accepted = speculative.accepted;
     f.commit_positions = commands.commit_positions;
+    f.moves = moves;
+    f.claims = claims.claims();
+    f.claimed = claimed;
     f.row_bases = RowBases{pool.backing().data(), host_tier.backing().data(), shape.row_bytes};
     f.shape = shape;
     f.lanes = std::max(1, launches.validate_vector_length);
@@ -135,6 +147,21 @@ struct TransferData {
     f.items_per_row = shape.work_items;
     f.units_per_item = std::max(1, launches.persistent_units);
     f.decide = decide ? 1 : 0;
+    return f;
+  }
+
+  CompactApplyFunctor<ExecutionSpace> compact_functor() const {
+    CompactApplyFunctor<ExecutionSpace> f;
+    f.errors = commands.errors;
+    f.plan = plan;
+    f.items = items;
+    f.moves = moves;
+    f.claims = claims.claims();
+    f.claimed = claimed;
+    f.state_rows = state_rows;
+    f.capacity = static_cast<std::int32_t>(shape.capacity);
+    f.items_per_row = shape.work_items;
+    f.units_per_item = std::max(1, launches.compact_units);
     return f;
   }
 

@@ -19,6 +19,7 @@
 #include <statexfer/transfer.hpp>
 
 #include "argument_checks.hpp"
+#include "claims_checks.hpp"
 #include "host_tier_checks.hpp"
 #include "instance_setup.hpp"
 #include "speculative_checks.hpp"
@@ -86,8 +87,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   if (static_cast<std::int64_t>(tables.extent(1)) > std::numeric_limits<std::int64_t>::max() / config.page_tokens)
     reject("page_tokens (" + std::to_string(config.page_tokens) + ") times the page table width W (" +
            std::to_string(tables.extent(1)) + ") must fit in int64");
-  if (config.state_rows.extent(0) != cu || config.state_rows.extent(1) != 8)
-    reject("state_rows must be int64 [" + std::to_string(c) + ", 8], got " +
+  if (config.state_rows.extent(0) != cu || config.state_rows.extent(1) != static_cast<std::size_t>(state_row_columns))
+    reject("state_rows must be int64 [" + std::to_string(c) + ", " + std::to_string(state_row_columns) + "], got " +
            shape_string(config.state_rows.extent(0), config.state_rows.extent(1)));
   impl::check_memory(config.state_rows, "state_rows");
   if (config.requests.capacity() != c)
@@ -218,6 +219,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   if (!config.host_tier.empty()) impl::check_host_tier(pool, config.host_tier, caches, inputs, written);
   impl::check_speculative_ranges(config, commands, key_offset >= 0, inputs, written);
   const impl::ByteRange errors = impl::byte_range(commands.errors);
+  if (!config.claims.empty()) impl::check_claims(pool, config.host_tier, config.claims, inputs, written, errors);
   for (const auto& [name, range] : written)
     if (impl::ranges_overlap(errors, range))
       reject("commands.errors overlaps " + name + " (validate() writes the one, apply() the other)");
@@ -237,6 +239,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.requests = config.requests;
   d.host_tier = config.host_tier;
   d.speculative = config.speculative;
+  d.claims = config.claims;
 
   d.shape.capacity = c;
   d.shape.rows = pool.rows();
@@ -286,6 +289,11 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.items = Kokkos::View<impl::WorkItem*, memory_space>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::work_items"), work.size());
   d.plan = Kokkos::View<impl::RowPlan*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::plan"), cu);
+  d.moves = Kokkos::View<std::int32_t*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::move_list"),
+                                                      impl::move_rows + cu);
+  if (!d.claims.empty())
+    d.claimed =
+        Kokkos::View<std::int64_t*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::claimed"), 2 * cu);
   if (impl::SortedValidation<ExecutionSpace>::applies(c)) {
     const auto& o = config.options;
     d.sorted.allocate(
@@ -364,6 +372,7 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   plan_shape.longest_item = d.longest_item;
   plan_shape.row_bytes = d.shape.row_bytes;
   plan_shape.remapping_commits = d.shape.positions > 0 && d.shape.remap != 0;
+  plan_shape.claims = !d.claims.empty();
   d.launches = impl::choose_launch_plan(plan_shape, limits, d.options);
   // First launches with an empty batch: validate writes zeros, apply writes nothing.
   d.exec = exec;

@@ -17,40 +17,15 @@
 
 namespace statexfer {
 
-template <class ExecutionSpace>
-void PreparedStateTransfer<ExecutionSpace>::validate() const {
-  validate(ready("validate", nullptr).exec);
-}
+namespace impl {
 
+// apply()'s designs that read the plan of every slot: the persistent grid, the flat grid, the teams.
 template <class ExecutionSpace>
-void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec) const {
-  const auto& d = ready("validate", &exec);
-  if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity))
-    return d.sorted.launch(exec, d.validate_functor(), d.launches.validate_team_size);
-  // The instantiation with only the optional checks this transfer has (validate_kernel.hpp).
-  auto launch = [&](auto f) {
-    using functor = decltype(f);
-    auto policy = Kokkos::Experimental::require(
-        typename functor::policy_type(exec, d.launches.validate_league, d.launches.validate_team_size,
-                                      d.launches.validate_vector_length)
-            .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
-        Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-    Kokkos::parallel_for("statexfer::validate", policy, f);
-  };
-  d.with_features([&](auto features) { launch(d.template validate_functor<decltype(features)::value>()); });
-}
-
-template <class ExecutionSpace>
-void PreparedStateTransfer<ExecutionSpace>::apply() const {
-  apply(ready("apply", nullptr).exec);
-}
-
-template <class ExecutionSpace>
-void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
-  const auto& d = ready("apply", &exec);
+void launch_apply_plan(const TransferData<ExecutionSpace>& d, const ExecutionSpace& exec) {
+  using memory_space = typename ExecutionSpace::memory_space;
   if (d.launches.apply == ApplyDesign::persistent) {
     d.with_features([&](auto features) {
-      using functor = impl::PersistentFunctor<ExecutionSpace, decltype(features)::value>;
+      using functor = PersistentFunctor<ExecutionSpace, decltype(features)::value>;
       const int team = std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : functor::team_threads;
       auto policy = Kokkos::Experimental::require(
           typename functor::policy_type(exec, d.launches.persistent_teams, team)
@@ -75,12 +50,66 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
       launch(d.template flat_functor<4>());
     return;
   }
-  using functor = impl::ApplyFunctor<ExecutionSpace>;
+  using functor = ApplyFunctor<ExecutionSpace>;
   auto policy = Kokkos::Experimental::require(
       typename functor::policy_type(exec, d.launches.work_items, d.launches.apply_team_size)
-          .set_scratch_size(0, Kokkos::PerTeam(d.launches.bulk_copies ? impl::bulk_scratch_bytes : 0)),
+          .set_scratch_size(0, Kokkos::PerTeam(d.launches.bulk_copies ? bulk_scratch_bytes : 0)),
       Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   Kokkos::parallel_for("statexfer::apply", policy, d.apply_functor());
+}
+
+}  // namespace impl
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::validate() const {
+  validate(ready("validate", nullptr).exec);
+}
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec) const {
+  const auto& d = ready("validate", &exec);
+  d.moves_current = true;
+  if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity))
+    return d.sorted.launch(exec, d.validate_functor(), d.launches.validate_team_size);
+  // The instantiation with only the optional checks this transfer has (validate_kernel.hpp).
+  auto launch = [&](auto f) {
+    using functor = decltype(f);
+    auto policy = Kokkos::Experimental::require(
+        typename functor::policy_type(exec, d.launches.validate_league, d.launches.validate_team_size,
+                                      d.launches.validate_vector_length)
+            .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
+        Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+    Kokkos::parallel_for("statexfer::validate", policy, f);
+  };
+  d.with_features([&](auto features) { launch(d.template validate_functor<decltype(features)::value>()); });
+}
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::apply() const {
+  apply(ready("apply", nullptr).exec);
+}
+
+template <class ExecutionSpace>
+void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
+  const auto& d = ready("apply", &exec);
+  if (d.launches.apply == ApplyDesign::compact && d.moves_current) {
+    // Its last team releases the row claims (docs/CONTRACT.md §15).
+    using functor = impl::CompactApplyFunctor<ExecutionSpace>;
+    const int team = functor::host ? 1 : functor::team_threads;
+    auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, d.launches.compact_teams, team),
+                                                Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+    Kokkos::parallel_for("statexfer::apply", policy, d.compact_functor());
+    return;
+  }
+  impl::launch_apply_plan(d, exec);
+  if (!d.claims.empty()) {
+    // The other designs: one team after them releases the row claims.
+    using functor = impl::ReleaseClaimsFunctor<ExecutionSpace>;
+    const int team = std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128;
+    auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, 1, team),
+                                                Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+    Kokkos::parallel_for("statexfer::release_claims", policy, functor{d.claims.claims(), d.claimed, d.moves});
+  }
 }
 
 template <class ExecutionSpace>
@@ -96,7 +125,8 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSp
     apply(exec);
     return;
   }
-  // One launch: blocks of the flat grid, or apply's teams, each deciding its row.
+  // One launch: blocks of the flat grid, or apply's teams, each deciding its row. No compact plan.
+  d.moves_current = false;
   auto launch = [&](auto f, std::int64_t league, int team, std::size_t scratch) {
     auto policy = Kokkos::Experimental::require(
         typename decltype(f)::policy_type(exec, league, team).set_scratch_size(0, Kokkos::PerTeam(scratch)),
@@ -146,8 +176,12 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   const std::string persistent = std::to_string(p.persistent_teams) + "x" +
                                  std::to_string(std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128) +
                                  " persistent (" + std::to_string(p.persistent_units) + " units an item)";
+  const std::string compact = std::to_string(p.compact_teams) + "x" +
+                              std::to_string(std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128) + " compact (" +
+                              std::to_string(p.compact_units) + " units an item)";
   const std::string apply =
-      p.apply == ApplyDesign::persistent ? persistent
+      p.apply == ApplyDesign::compact      ? compact
+      : p.apply == ApplyDesign::persistent ? persistent
       : p.apply == ApplyDesign::flat_grid
           ? items + "x" + std::to_string(p.apply_item_threads) + " flat (" + std::to_string(p.apply_words) +
                 " words a thread)"

@@ -24,6 +24,8 @@
 #include <statexfer/speculative.hpp>
 
 #include "device_types.hpp"
+#include "move_list.hpp"
+#include "row_claims.hpp"
 #include "validate_pairs.hpp"
 #include "validate_rows.hpp"
 
@@ -52,6 +54,9 @@ struct ValidateFunctor {
   Kokkos::View<const std::int64_t*, memory_space> prefix_keys;    // read only with a prefix_key region
   Kokkos::View<const std::int32_t*, memory_space> accepted;       // read only with speculative positions
   Kokkos::View<std::int32_t*, memory_space> commit_positions;     // written only with speculative positions
+  Kokkos::View<std::int32_t*, memory_space> moves;                // the compact plan (move_list.hpp)
+  Kokkos::View<std::int32_t*, memory_space> claims;               // row claims (docs/CONTRACT.md §15); empty: none
+  Kokkos::View<std::int64_t*, memory_space> claimed;              // with claims: what each live row holds, [2 C]
   RowBases row_bases;
   TransferShape shape;
   int lanes = 1;                  // the team's vector length (prepare())
@@ -176,6 +181,25 @@ struct ValidateFunctor {
 
   KOKKOS_INLINE_FUNCTION ValidateLimits limits() const { return limits(limit_inputs()); }
 
+  /// With row claims (§15): live row r's, once its code and plan are known;
+  /// code 7 when another batch in flight holds one. Once per row.
+  KOKKOS_INLINE_FUNCTION void claim(std::int64_t r, const RowRecord& q, const ValidateLimits& lim, std::int32_t& code,
+                                    RowPlan& p) const {
+    if (claims.extent(0) == 0 || lim.bad_count || r >= lim.count) return;
+    claim_row(claims, claimed, r, q.src_key, q.dst_key, code, p);
+  }
+
+  /// The rows the batch makes live: num_ops when it is a count (0..C), else none.
+  KOKKOS_INLINE_FUNCTION std::int32_t live_rows(const LimitInputs& in) const {
+    return in.count >= 0 && in.count <= shape.capacity ? static_cast<std::int32_t>(in.count) : 0;
+  }
+
+  /// After the launch's rows are decided: the last team writes the compact plan.
+  KOKKOS_INLINE_FUNCTION void list_moves(const member_type& team, const LimitInputs& in) const {
+    if (last_team(team, &moves(teams_done)))
+      build_move_list(team, plan, errors, moves, live_rows(in), static_cast<std::int32_t>(shape.capacity));
+  }
+
   /// Row r's code and plan: its own checks, then its comparisons with the
   /// other live rows (a conflict needs only equal keys). Each of the row's
   /// lanes compares it with every lanes-th row; their bits are OR-ed.
@@ -207,6 +231,7 @@ struct ValidateFunctor {
     RowPlan p;
     finish(q, k, bits, lim, code, p);
     if (lead) {
+      claim(r, q, lim, code, p);
       errors(r) = code;
       plan(r) = p;
       record_commit(r, q, lim);
@@ -263,6 +288,7 @@ struct ValidateFunctor {
       const ValidateLimits lim = limits(in);
       for (int r = t; r < c; r += threads) decide(team, r, load_row(r), lim, peers);
     }
+    list_moves(team, in);
   }
 };
 

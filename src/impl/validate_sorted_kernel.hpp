@@ -158,11 +158,12 @@ struct SortedKeysFunctor {
   SortedWork<memory_space> work;
 
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t r) const {
-    const std::int64_t c = base.shape.capacity, count = base.num_ops(0);
-    const bool live = count >= 0 && count <= c && r < count;
+    // Rows past the live count have no record and no key: launches 2 and 3 read the live ones only.
+    if (r >= base.live_rows(base.limit_inputs())) return;
+    const std::int64_t c = base.shape.capacity;
     const RowRecord q = base.load_row(r);
     work.records(r) = q;
-    for (int a = 0; a < work.arrays; ++a) work.keys(a * c + r) = live ? sorted_key(q, a) : sorted_absent;
+    for (int a = 0; a < work.arrays; ++a) work.keys(a * c + r) = sorted_key(q, a);
   }
 };
 
@@ -183,19 +184,25 @@ struct SortedLookupFunctor {
     const int per_array = work.chunks * work.groups;
     const int a = team.league_rank() / per_array, in_array = team.league_rank() - a * per_array;
     const int chunk = in_array / work.groups, group = in_array - chunk * work.groups;
-    const int c = static_cast<int>(shape.capacity), n = work.chunk;
-    std::uint64_t* keys = work.keys.data() + std::int64_t(a) * c + std::int64_t(chunk) * n;
+    const int c = static_cast<int>(shape.capacity);
+    const std::int64_t count = num_ops(0);
+    const int live = count < 0 || count > c ? 0 : static_cast<int>(count);
+    // The live rows' keys are the first `live` of each array: a chunk past them
+    // holds none (and its team has nothing to do), the chunk they end in is
+    // sorted and searched up to there only. So the work follows num_ops, not C.
+    const int start = chunk * work.chunk;
+    if (start >= live) return;
+    const int n = live - start < work.chunk ? live - start : work.chunk;
+    std::uint64_t* keys = work.keys.data() + std::int64_t(a) * c + start;
     std::uint64_t* sorted = keys;
     if (work.in_scratch) {
-      sorted = static_cast<std::uint64_t*>(team.team_scratch(0).get_shmem(n * sizeof(std::uint64_t)));
+      sorted = static_cast<std::uint64_t*>(team.team_scratch(0).get_shmem(work.chunk * sizeof(std::uint64_t)));
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int i) { sorted[i] = keys[i]; });
       team.team_barrier();
       team_sort_keys<typename ExecutionSpace::scratch_memory_space>(team, sorted, n);
     } else {
       team_sort_keys<memory_space>(team, sorted, n);
     }
-    const std::int64_t count = num_ops(0);
-    const int live = count < 0 || count > c ? 0 : static_cast<int>(count);
     // Each of the chunk's teams sorts it (cheap next to the look-ups) and answers a slice of the rows.
     const int first = static_cast<int>(std::int64_t(live) * group / work.groups);
     const int last = static_cast<int>(std::int64_t(live) * (group + 1) / work.groups);
@@ -241,16 +248,38 @@ struct SortedLookupFunctor {
   }
 };
 
-/// Launch 3: row r's code and plan from its record and lookup word.
+/// Launch 3: each row's code and plan from its record and lookup words, a
+/// thread a row (`rows_per_team` a team); then the last team lists the rows
+/// that move (move_list.hpp).
 template <class ExecutionSpace>
 struct SortedDecideFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
+  using member_type = typename policy_type::member_type;
 
   ValidateFunctor<ExecutionSpace> base;
   SortedWork<memory_space> work;
+  int rows_per_team = 1;
 
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t r) const {
-    const ValidateLimits lim = base.limits();
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const auto in = base.limit_inputs();
+    const ValidateLimits lim = base.limits(in);
+    const int live = base.live_rows(in);
+    const int c = static_cast<int>(base.shape.capacity);
+    const int begin = team.league_rank() * rows_per_team;
+    const int end = begin + rows_per_team < c ? begin + rows_per_team : c;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, begin, end), [&](const int r) {
+      if (r < live) return decide(r, lim, (live + work.chunk - 1) / work.chunk);
+      // Past the live count: code 0 (5 for a bad count) and no plan, with no record read.
+      base.errors(r) = lim.bad_count ? 5 : 0;
+      base.plan(r).flags = 0;
+      if (base.shape.positions > 0) base.commit_positions(r) = -1;
+    });
+    if (end > begin) base.list_moves(team, in);
+  }
+
+  /// Live row r; `chunks`: the chunks that hold live keys (launch 2 answered in those only).
+  KOKKOS_INLINE_FUNCTION void decide(const int r, const ValidateLimits& lim, const int chunks) const {
     const RowRecord q = work.records(r);
     const RowCheck k = row_check(q, r, lim);
     bool conflict = false;
@@ -258,8 +287,8 @@ struct SortedDecideFunctor {
     if (k.check) {
       // The chunks' counts of each query, added.
       int in[lookup_bytes] = {};
-      const std::uint8_t* looked = work.lookups.data() + r * work.chunks * lookup_bytes;
-      for (int chunk = 0; chunk < work.chunks; ++chunk)
+      const std::uint8_t* looked = work.lookups.data() + std::int64_t(r) * work.chunks * lookup_bytes;
+      for (int chunk = 0; chunk < chunks; ++chunk)
         for (int i = 0; i < lookup_bytes; ++i) in[i] += looked[chunk * lookup_bytes + i];
       // Rows: another destination on its destination, a copy's source on its
       // destination (its own excepted), another destination on its source (its
@@ -289,6 +318,7 @@ struct SortedDecideFunctor {
     RowPlan p;
     const int bits = (conflict ? 1 : 0) | (t_conflict[0] ? 2 : 0) | (t_conflict[1] ? 4 : 0);
     base.finish(q, k, bits, lim, code, p);
+    base.claim(r, q, lim, code, p);
     base.errors(r) = code;
     base.plan(r) = p;
     base.record_commit(r, q, lim);
@@ -349,6 +379,12 @@ struct SortedValidation {
 
   int teams() const noexcept { return work.arrays * work.chunks * work.groups; }
 
+  /// The decide launch: a thread a row in teams of 128 on GPUs; on hosts teams
+  /// of one thread deciding 64 rows each.
+  static constexpr bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
+  static int decide_rows_per_team() noexcept { return host ? 64 : 128; }
+  static int decide_team_size() noexcept { return host ? 1 : 128; }
+
   /// The largest team the sort and look-up launch allows. Its team is a thread
   /// per compare-exchange of a network step (half a chunk) up to that, one
   /// thread on hosts, where the chunks are sorted side by side by different
@@ -373,8 +409,12 @@ struct SortedValidation {
                                      .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes())),
                                  light),
                          lookup(base));
-    Kokkos::parallel_for("statexfer::validate_decide", require(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, c), light),
-                         SortedDecideFunctor<ExecutionSpace>{base, work});
+    const int rows = decide_rows_per_team();
+    Kokkos::parallel_for("statexfer::validate_decide",
+                         require(typename SortedDecideFunctor<ExecutionSpace>::policy_type(
+                                     exec, static_cast<int>((c + rows - 1) / rows), decide_team_size()),
+                                 light),
+                         SortedDecideFunctor<ExecutionSpace>{base, work, rows});
   }
 };
 

@@ -166,7 +166,8 @@ struct BatchOptions {
   /// Request consumed tokens as columns 1..2 of an int64 [C, 3] View (row stride 3),
   /// the other column holding garbage.
   bool strided_requests = false;
-  std::int64_t default_consumed = 6;  // request consumed of every slot and consumed_tokens of every row
+  std::int64_t default_consumed = 6;   // request consumed of every slot and consumed_tokens of every row
+  statexfer::TransferOptions options;  // the transfer's design choices
 };
 
 /// Expected final memory.
@@ -262,8 +263,9 @@ struct Batch {
     capacity_h = {rows, p};
 
     sync();
-    const auto config = fixture_config<Exec>(opt.page_tokens, state_rows, requests, kv_cache, draft_cache, opt.trailing,
-                                             trailing_tables, opt.excluded);
+    auto config = fixture_config<Exec>(opt.page_tokens, state_rows, requests, kv_cache, draft_cache, opt.trailing,
+                                       trailing_tables, opt.excluded);
+    config.options = opt.options;
     transfer = std::make_unique<statexfer::PreparedStateTransfer<Exec>>(pool, commands, tables, config);
     transfer->prepare(Exec());
   }
@@ -325,13 +327,20 @@ struct Batch {
     draft_after = download(draft_cache);
   }
 
+  /// run() enqueues validate_and_apply() instead of validate() and apply().
+  bool one_call = false;
+
   /// sync(), upload the commands, validate(), apply() (unless `apply_too` is
-  /// false), read back. Returns the errors.
+  /// false; validate_and_apply() with `one_call`), read back. Returns the errors.
   std::vector<std::int32_t> run(const std::vector<Command>& cmds, std::int32_t count, bool apply_too = true) {
     sync();
     upload_commands(cmds, count);
-    transfer->validate(Exec());
-    if (apply_too) transfer->apply(Exec());
+    if (one_call && apply_too) {
+      transfer->validate_and_apply(Exec());
+    } else {
+      transfer->validate(Exec());
+      if (apply_too) transfer->apply(Exec());
+    }
     read_back();
     return errors;
   }

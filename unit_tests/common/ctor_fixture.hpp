@@ -52,20 +52,6 @@ struct CtorArgs {
     return v;
   }
 
-  /// Commands whose every array has `n` elements (num_ops 1): what a caller who
-  /// allocates them by hand passes.
-  static statexfer::StateCommands<Exec> hand_made_commands(std::size_t n) {
-    statexfer::StateCommands<Exec> h;
-    h.request_slots = int64_view("request_slots", n);
-    h.source_slots = int64_view("source_slots", n);
-    h.destination_slots = int64_view("destination_slots", n);
-    h.operation = int32_view("operation", n);
-    h.expected_consumed = int64_view("expected_consumed", n);
-    h.num_ops = int32_view("num_ops", 1);
-    h.errors = int32_view("errors", n);
-    return h;
-  }
-
   explicit CtorArgs(std::int64_t capacity = 4, StateLayout layout = test_layout(), std::int64_t rows = -1)
       : c(capacity) {
     pool = statexfer::StatePool<Exec>(layout, rows < 0 ? c + 4 : rows, 16);
@@ -90,6 +76,26 @@ struct CtorArgs {
 
   statexfer::PreparedStateTransfer<Exec> make() const {
     return statexfer::PreparedStateTransfer<Exec>(pool, commands, tables, config);
+  }
+
+  // Hand-made command arrays: StateCommands' arrays are unmanaged views of
+  // memory the caller owns, here for as long as these arguments live.
+  std::vector<Kokkos::View<std::int64_t*, typename Exec::memory_space>> owned64;
+  std::vector<Kokkos::View<std::int32_t*, typename Exec::memory_space>> owned32;
+  int64_view own64(std::size_t n) { return owned64.emplace_back("hand_made", n); }
+  int32_view own32(std::size_t n) { return owned32.emplace_back("hand_made", n); }
+
+  /// Commands whose every array has `n` elements (num_ops 1): what a caller who
+  /// allocates them by hand passes.
+  void hand_made_commands(std::size_t n) {
+    commands = statexfer::StateCommands<Exec>();
+    commands.request_slots = own64(n);
+    commands.source_slots = own64(n);
+    commands.destination_slots = own64(n);
+    commands.operation = own32(n);
+    commands.expected_consumed = own64(n);
+    commands.num_ops = own32(1);
+    commands.errors = own32(n);
   }
 };
 

@@ -36,8 +36,8 @@ TEST(pure, command_batch_named_commands) {
 TEST(pure, error_codes_names) {
   using statexfer::CommandError;
   const char* names[] = {"none",           "invalid_operation", "invalid_slots", "invalid_endpoint",
-                         "alias_conflict", "invalid_count",     "invalid_page"};
-  for (std::int32_t code = 0; code <= 6; ++code) {
+                         "alias_conflict", "invalid_count",     "invalid_page",  "row_in_use"};
+  for (std::int32_t code = 0; code <= 7; ++code) {
     EXPECT_STREQ(statexfer::command_error_name(code), names[code]) << code;
     EXPECT_STREQ(statexfer::to_string(static_cast<CommandError>(code)), names[code]) << code;
   }
@@ -48,8 +48,9 @@ TEST(pure, error_codes_names) {
   EXPECT_EQ(static_cast<std::int32_t>(CommandError::alias_conflict), 4);
   EXPECT_EQ(static_cast<std::int32_t>(CommandError::invalid_count), 5);
   EXPECT_EQ(static_cast<std::int32_t>(CommandError::invalid_page), 6);
+  EXPECT_EQ(static_cast<std::int32_t>(CommandError::row_in_use), 7);
   for (std::int32_t code :
-       {-1, 7, 77, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()}) {
+       {-1, 8, 77, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()}) {
     EXPECT_STREQ(statexfer::command_error_name(code), "unknown") << code;
     EXPECT_STREQ(statexfer::to_string(static_cast<CommandError>(code)), "unknown") << code;
   }

@@ -60,7 +60,10 @@ TEST(pure, launch_plan_gpu_defaults) {
   EXPECT_EQ(p.fused_words, 4);
   EXPECT_EQ(p.fused_chunk_bytes, 128 * 4 * 16);
   EXPECT_EQ(p.fused_blocks, p.work_items << p.fused_chunk_shift);
-  EXPECT_EQ(p.apply, statexfer::ApplyDesign::flat_grid);
+  // apply(): the compact grid, 8 KiB units, no more teams than units (4 rows x 2).
+  EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
+  EXPECT_EQ(p.compact_units, 2);
+  EXPECT_EQ(p.compact_teams, 8);
   EXPECT_EQ(p.apply_words, 2);
   EXPECT_TRUE(p.bulk_copies);
   EXPECT_EQ(p.validate_league, 1);
@@ -70,9 +73,19 @@ TEST(pure, launch_plan_gpu_defaults) {
   si::DeviceLimits k34 = d;
   k34.kokkos4 = false;
   EXPECT_EQ(si::choose_launch_plan(shape(4, 16 * 1024), k34, o).validate_and_apply, FusedDesign::teams);
-  // 8 rows of 49 MiB: past 256 MiB, and the teams' league is past a wave: two launches.
+  // 8 rows of 49 MiB: the flat grid's blocks past two waves, the teams' league past one: two
+  // launches, apply() the compact grid of about a wave (12 teams an SM).
   p = si::choose_launch_plan(shape(8, 51511296), d, o);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
+  EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
+  EXPECT_EQ(p.compact_teams, 132 * 12);
+  EXPECT_EQ(p.compact_units, 8);
+  // One row of 49 MiB: the flat grid (a capacity of one is always full).
+  EXPECT_EQ(si::choose_launch_plan(shape(1, 51511296), d, o).validate_and_apply, FusedDesign::flat_grid);
+  // 8 rows of 1 MiB (1024 blocks, within two waves): the flat grid.
+  EXPECT_EQ(si::choose_launch_plan(shape(8, 1 << 20), d, o).validate_and_apply, FusedDesign::flat_grid);
+  // 8 rows of 4 MiB: past two waves of the flat grid, within one of the teams (a team a 64 KiB item).
+  EXPECT_EQ(si::choose_launch_plan(shape(8, 4 << 20), d, o).validate_and_apply, FusedDesign::teams);
   // C = 64 of 64 KiB rows: the teams (one wave), validate in 8 teams of 8 rows, 16 lanes.
   p = si::choose_launch_plan(shape(64, 64 * 1024), d, o);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::teams);
@@ -106,18 +119,18 @@ TEST(pure, launch_plan_persistent_grid_for_remapping_commits) {
     SCOPED_TRACE(c);
     si::PlanShape s = shape(c, 48 << 20);
     const statexfer::LaunchPlan plain = si::choose_launch_plan(s, gpu_limits(), o);
-    EXPECT_EQ(plain.apply, statexfer::ApplyDesign::flat_grid) << "copies: the flat grid";
+    EXPECT_EQ(plain.apply, statexfer::ApplyDesign::compact) << "apply(): the compact grid";
     EXPECT_NE(plain.validate_and_apply, FusedDesign::persistent);
     s.remapping_commits = true;
     const statexfer::LaunchPlan gpu = si::choose_launch_plan(s, gpu_limits(), o);
     const bool fits = c <= 64;
-    EXPECT_EQ(gpu.apply, fits ? statexfer::ApplyDesign::persistent : statexfer::ApplyDesign::flat_grid);
+    EXPECT_EQ(gpu.apply, statexfer::ApplyDesign::compact) << "its list holds the remaps apart";
     if (fits)
       EXPECT_EQ(gpu.validate_and_apply, FusedDesign::persistent);
     else
       EXPECT_NE(gpu.validate_and_apply, FusedDesign::persistent) << "above 64 commands no persistent grid";
     const statexfer::LaunchPlan host = si::choose_launch_plan(s, host_limits(), o);
-    EXPECT_EQ(host.apply, statexfer::ApplyDesign::teams) << "hosts keep a team of one a tile";
+    EXPECT_EQ(host.apply, statexfer::ApplyDesign::compact) << "hosts: a team of one a thread, a work item a unit";
     EXPECT_EQ(host.validate_and_apply, FusedDesign::two_launches);
     TransferOptions flat;
     flat.apply = statexfer::ApplyDesign::flat_grid;
@@ -167,9 +180,19 @@ TEST(pure, launch_plan_every_design_from_options) {
     EXPECT_EQ(p.apply, statexfer::ApplyDesign::persistent);
     EXPECT_EQ(p.persistent_units, 8) << "8 KiB units of 64 KiB items";
     EXPECT_EQ(p.persistent_teams, host ? 2 : 4 * 16 * 8) << "no more teams than units, at most about a wave";
-    EXPECT_EQ(si::choose_launch_plan(shape(128, 1 << 20), d, o).apply,
-              host ? statexfer::ApplyDesign::teams : statexfer::ApplyDesign::flat_grid)
+    EXPECT_EQ(si::choose_launch_plan(shape(128, 1 << 20), d, o).apply, statexfer::ApplyDesign::compact)
         << "above 64 commands no persistent grid";
+    // The compact grid: a caller's league, never more teams than units.
+    o.apply = statexfer::ApplyDesign::compact;
+    o.apply_teams = 3;
+    p = si::choose_launch_plan(shape(4, 1 << 20), d, o);
+    EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
+    EXPECT_EQ(p.compact_teams, 3);
+    EXPECT_EQ(p.compact_units, host ? 1 : 8);
+    o.apply_teams = 1 << 20;
+    EXPECT_EQ(si::choose_launch_plan(shape(4, 1 << 20), d, o).compact_teams, host ? 4 * 16 : 4 * 16 * 8);
+    o.apply_teams = 0;
+    o.apply = statexfer::ApplyDesign::persistent;
     o.validate_and_apply = FusedDesign::persistent;
     EXPECT_EQ(si::choose_launch_plan(shape(64, 1 << 20), d, o).validate_and_apply, FusedDesign::persistent);
     EXPECT_EQ(si::choose_launch_plan(shape(128, 1 << 20), d, o).validate_and_apply, FusedDesign::two_launches);
@@ -191,7 +214,9 @@ TEST(pure, launch_plan_every_design_from_options) {
 
 TEST(pure, launch_plan_host_defaults) {
   const statexfer::LaunchPlan p = si::choose_launch_plan(shape(16, 1 << 20), host_limits(), TransferOptions{});
-  EXPECT_EQ(p.apply, statexfer::ApplyDesign::teams);
+  EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
+  EXPECT_EQ(p.compact_teams, 2) << "a team a thread";
+  EXPECT_EQ(p.compact_units, 1) << "a work item a unit";
   EXPECT_EQ(p.apply_team_size, 1);
   EXPECT_FALSE(p.bulk_copies);
   EXPECT_EQ(p.validate_team_size, 1);

@@ -3,7 +3,12 @@
 // engine) staged through shared memory. Each is captured in a CUDA graph and
 // replayed, like statexfer-bench's figures.
 //
-//   nvcc -O3 -arch=sm_90 -o bulk_copy_bench tools/gpu/bulk_copy_bench.cu
+//   nvcc -O3 -arch=sm_90 -o bulk_copy_bench unit_tests/cuda/bulk_copy_bench.cu
+//
+// Here, not in tools/: it measures an internal of the library (the ring of
+// src/impl/bulk_copy.hpp), and only src/ and unit_tests/ reach the internals
+// (tools/check-impl-includes). Not part of the CUDA test executable, which
+// takes this folder's *.cpp; tools/gpu/stage compiles it.
 //   bulk_copy_bench            prints µs and TB/s (read + write) per variant and size
 
 #include <cuda_runtime.h>
