@@ -165,7 +165,8 @@ TEST(TEST_CATEGORY, row_claims_refuse_the_hazards_of_a_batch_in_flight) {
       rig.step.transfer->apply(Exec());
       Exec().fence();
       for (const std::int64_t r : {1, 2, 3, 4, 9})
-        EXPECT_EQ(rig.device_row(r), rig.image_row(rig.pool_h, r)) << "device row " << r << " written by a refused command";
+        EXPECT_EQ(rig.device_row(r), rig.image_row(rig.pool_h, r))
+            << "device row " << r << " written by a refused command";
 
       // Readers share: a restore from row 9 and a snapshot into row 10 apply.
       rig.step.run_validate({Command::restore(0, 9, 1, 8), Command::snapshot(1, 2, 10, 8)});
@@ -234,14 +235,15 @@ TEST(TEST_CATEGORY, row_claims_construction) {
     return config;
   };
   const auto build = [&](const statexfer::RowClaims<Exec>& claims, const statexfer::HostTier<Exec>& tier) {
-    (void)statexfer::PreparedStateTransfer<Exec>(rig.pool, rig.step.commands, rig.step.tables, config_with(claims, tier));
+    (void)statexfer::PreparedStateTransfer<Exec>(rig.pool, rig.step.commands, rig.step.tables,
+                                                 config_with(claims, tier));
   };
   EXPECT_TRUE(ft::throws_naming<std::invalid_argument>([&] { build(statexfer::RowClaims<Exec>(other_pool), rig.host); },
                                                        {"claims", "another pool"}));
   EXPECT_TRUE(ft::throws_naming<std::invalid_argument>([&] { build(statexfer::RowClaims<Exec>(rig.pool), rig.host); },
                                                        {"claims", "another host tier"}));
-  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>(
-      [&] { build(rig.claims, statexfer::HostTier<Exec>()); }, {"claims", "another host tier"}));
+  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>([&] { build(rig.claims, statexfer::HostTier<Exec>()); },
+                                                       {"claims", "another host tier"}));
   EXPECT_NO_THROW(build(rig.claims, rig.host));
   // A claim's code has a name and combines after 6: a command refused by a claim on one rank applies on none.
   EXPECT_STREQ(statexfer::to_string(statexfer::CommandError::row_in_use), "row_in_use");

@@ -38,7 +38,8 @@ class RowClaims {
         rows_(pool.rows()),
         host_rows_(host_tier.empty() ? 0 : host_tier.rows()) {
     const ExecutionSpace exec;
-    claims_ = claims_view(Kokkos::view_alloc(exec, "statexfer::row_claims"), static_cast<std::size_t>(rows_ + host_rows_));
+    claims_ =
+        claims_view(Kokkos::view_alloc(exec, "statexfer::row_claims"), static_cast<std::size_t>(rows_ + host_rows_));
     exec.fence();
   }
 

@@ -33,9 +33,7 @@ KOKKOS_INLINE_FUNCTION bool claim_write(std::int32_t* claim) {
 }
 
 KOKKOS_INLINE_FUNCTION void release_read(std::int32_t* claim) { Kokkos::atomic_fetch_add(claim, std::int32_t(-1)); }
-KOKKOS_INLINE_FUNCTION void release_write(std::int32_t* claim) {
-  Kokkos::atomic_exchange(claim, std::int32_t(0));
-}
+KOKKOS_INLINE_FUNCTION void release_write(std::int32_t* claim) { Kokkos::atomic_exchange(claim, std::int32_t(0)); }
 
 /// Live row r's claims, decided once per row after its code and plan: a row
 /// whose code is 0 and which writes claims the row it reads (`read_key`, a
