@@ -94,9 +94,9 @@ KOKKOS_INLINE_FUNCTION std::uint64_t sorted_key(const RowRecord& q, int a) {
     const std::int64_t page = peer_page(q);
     return page >= 0 ? page_key(page, pages && q.dst == q.state) : sorted_absent;
   }
-  const int part = a - sorted_trailing0;
-  return pages && q.valid_slot && q.tpage[part] != trailing_unused ? trailing_key(q.tpage[part], is_snapshot_row(q))
-                                                                   : sorted_absent;
+  // A select, not an index: indexing the record with a run-time value puts it in local memory.
+  const std::int64_t entry = a == sorted_trailing0 ? q.tpage[0] : q.tpage[1];
+  return pages && q.valid_slot && entry != trailing_unused ? trailing_key(entry, is_snapshot_row(q)) : sorted_absent;
 }
 
 /// First position of `a` (n sorted keys) whose key is not below `key`.
