@@ -16,6 +16,10 @@ const char* command_error_name(std::int32_t code) noexcept {
     case 5: return "invalid_count";
     case 6: return "invalid_page";
     case 7: return "row_in_use";
+    case 8: return "layout_mismatch";
+    case 9: return "record_mismatch";
+    case 10: return "checksum_mismatch";
+    case 11: return "coverage_mismatch";
   }
   return "unknown";
 }

@@ -36,8 +36,8 @@ void set_errors(const statexfer::StateCommands<CombinerExec>& commands, const st
   Kokkos::deep_copy(commands.errors, h);
 }
 
-// Every code, one outside 0..7 and one below it: one rank changes none of them.
-const std::vector<std::int32_t> one_rank_codes = {0, 7, 6, 4, 3, 2, 1, 5, 9, -1, 0, 0, 0, 0, 0, 0};
+// Every code, one outside 0..11 and one below it: one rank changes none of them.
+const std::vector<std::int32_t> one_rank_codes = {0, 7, 6, 4, 3, 2, 1, 5, 9, 8, 10, 11, 12, -1, 0, 0};
 
 TEST(TEST_CATEGORY, combiner_one_rank_leaves_codes) {
   auto commands = statexfer::StateCommands<CombinerExec>::allocate(16);

@@ -364,15 +364,15 @@ TEST(TEST_CATEGORY, differential_random_batches) {
 }
 
 // validate() split over several teams (GPUs' default above 32 commands,
-// options.validate_rows_per_team elsewhere): teams of 1, 3 (a last team with
+// options.expert.validate_rows_per_team elsewhere): teams of 1, 3 (a last team with
 // fewer rows at most capacities) and 8 rows, with 1 and 4 peers a lane (vector
 // lanes on GPUs), against the reference.
 TEST(TEST_CATEGORY, differential_validate_teams) {
   for (const int rows : {1, 3, 8})
     for (const int per_lane : {1, 4}) {
       statexfer::TransferOptions options;
-      options.validate_rows_per_team = rows;
-      options.validate_peers_per_lane = per_lane;
+      options.expert.validate_rows_per_team = rows;
+      options.expert.validate_peers_per_lane = per_lane;
       const differential::Stats stats = differential::random_batches(24, 16, options);
       EXPECT_EQ(stats.mismatches, 0) << "validate_rows_per_team " << rows << ", validate_peers_per_lane " << per_lane;
       EXPECT_GT(stats.codes[4], 50) << "too few alias conflicts to exercise the shared keys";
@@ -461,15 +461,15 @@ TEST(TEST_CATEGORY, differential_apply_designs) {
     std::int64_t tile;
   };
   const std::vector<Design> designs = {
-      {ApplyDesign::teams, -1, 1040},     {ApplyDesign::flat_grid, 1, 4096},    {ApplyDesign::flat_grid, 2, 65536},
-      {ApplyDesign::flat_grid, 2, 272},   {ApplyDesign::flat_grid, 4, 16384},   {ApplyDesign::persistent, -1, 65536},
-      {ApplyDesign::persistent, -1, 272}, {ApplyDesign::persistent, -1, 20000}, {ApplyDesign::compact, -1, 65536},
-      {ApplyDesign::compact, -1, 272},    {ApplyDesign::compact, -1, 20000}};
+      {ApplyDesign::teams, 0, 1040},     {ApplyDesign::flat_grid, 1, 4096},   {ApplyDesign::flat_grid, 2, 65536},
+      {ApplyDesign::flat_grid, 2, 272},  {ApplyDesign::flat_grid, 4, 16384},  {ApplyDesign::persistent, 0, 65536},
+      {ApplyDesign::persistent, 0, 272}, {ApplyDesign::persistent, 0, 20000}, {ApplyDesign::compact, 0, 65536},
+      {ApplyDesign::compact, 0, 272},    {ApplyDesign::compact, 0, 20000}};
   for (const auto& [design, words, tile] : designs) {
     statexfer::TransferOptions options;
     options.apply = design;
-    options.apply_words = words;
-    options.apply_tile_bytes = tile;
+    options.expert.apply_words = words;
+    options.expert.apply_tile_bytes = tile;
     const std::string label =
         std::string(statexfer::to_string(design)) + "_w" + std::to_string(words) + "_t" + std::to_string(tile) + "_";
     const differential::LargeRowRun run = differential::large_row_batches(label, options);
@@ -482,7 +482,7 @@ TEST(TEST_CATEGORY, differential_apply_designs) {
 // two launches, the teams (two launches on hosts) and the flat grid whose
 // blocks decide their rows, in blocks of 32 to 512 threads on GPUs (hosts: a
 // team of one per work item), moving one chunk of their item or several
-// (options.fused_rounds, GPUs; 3 leaves a block per item past its end). On
+// (options.expert.fused_rounds, GPUs; 3 leaves a block per item past its end). On
 // GPUs its blocks load the words an operation 0 row would copy before the code
 // is known: sources that share 16-byte alignment with the destination and
 // those that do not, rows of every code. Odd batches go through validate_and_apply().
@@ -499,8 +499,8 @@ TEST(TEST_CATEGORY, differential_validate_and_apply_designs) {
   for (const auto& [design, block, rounds] : designs) {
     statexfer::TransferOptions options;
     options.validate_and_apply = design;
-    options.fused_block = block;
-    options.fused_rounds = rounds;
+    options.expert.fused_block = block;
+    options.expert.fused_rounds = rounds;
     const std::string label =
         std::string(statexfer::to_string(design)) + "_b" + std::to_string(block) + "_r" + std::to_string(rounds) + "_";
     const differential::Stats stats = differential::random_batches(24, 16, options);

@@ -30,7 +30,7 @@ using CtorArgs = statexfer::test::CtorArgs<Exec>;
 using statexfer::test::throws_naming;
 
 // apply()'s design: the compact grid by default on every backend; options.apply
-// picks any other, options.apply_words the flat grid's words; the constructor
+// picks any other, options.expert.apply_words the flat grid's words; the constructor
 // refuses the rest, naming it.
 TEST(TEST_CATEGORY, construction_apply_design) {
   CtorArgs s;
@@ -44,7 +44,7 @@ TEST(TEST_CATEGORY, construction_apply_design) {
   }
   s.config.options.apply = statexfer::ApplyDesign::flat_grid;
   for (const int words : {1, 2, 4}) {
-    s.config.options.apply_words = words;
+    s.config.options.expert.apply_words = words;
     auto t = s.make();
     t.prepare(Exec());
     const statexfer::LaunchPlan p = t.launch_plan();
@@ -54,7 +54,7 @@ TEST(TEST_CATEGORY, construction_apply_design) {
     EXPECT_NE(t.launch_summary().find(" flat (" + std::to_string(words) + " words a thread)"), std::string::npos)
         << t.launch_summary();
   }
-  s.config.options.apply_words = -1;
+  s.config.options.expert.apply_words = 0;
   for (const auto design : {statexfer::ApplyDesign::teams, statexfer::ApplyDesign::flat_grid,
                             statexfer::ApplyDesign::persistent, statexfer::ApplyDesign::compact}) {
     s.config.options.apply = design;
@@ -67,16 +67,16 @@ TEST(TEST_CATEGORY, construction_apply_design) {
   EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { (void)s.make(); }, {"options.apply", "ApplyDesign"}));
   s.config.options.apply = statexfer::ApplyDesign::automatic;
   for (const int bad : {-1, 1 << 21}) {
-    s.config.options.apply_teams = bad;
-    EXPECT_TRUE(
-        throws_naming<std::invalid_argument>([&] { (void)s.make(); }, {"options.apply_teams", std::to_string(bad)}))
+    s.config.options.expert.apply_teams = bad;
+    EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { (void)s.make(); },
+                                                     {"options.expert.apply_teams", std::to_string(bad)}))
         << bad;
   }
-  s.config.options.apply_teams = 0;
-  for (const int bad : {0, 3, 5, -2}) {
-    s.config.options.apply_words = bad;
-    EXPECT_TRUE(
-        throws_naming<std::invalid_argument>([&] { (void)s.make(); }, {"options.apply_words", std::to_string(bad)}))
+  s.config.options.expert.apply_teams = 0;
+  for (const int bad : {-1, 3, 5, -2}) {
+    s.config.options.expert.apply_words = bad;
+    EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { (void)s.make(); },
+                                                     {"options.expert.apply_words", std::to_string(bad)}))
         << bad;
   }
 }
@@ -84,18 +84,18 @@ TEST(TEST_CATEGORY, construction_apply_design) {
 // Every option out of range is refused by the constructor, naming it.
 TEST(TEST_CATEGORY, construction_options_ranges) {
   const std::vector<std::pair<std::string, std::function<void(statexfer::TransferOptions&)>>> bad = {
-      {"options.apply_team_size", [](auto& o) { o.apply_team_size = 1025; }},
-      {"options.apply_tile_bytes", [](auto& o) { o.apply_tile_bytes = 128; }},
-      {"options.apply_tile_bytes", [](auto& o) { o.apply_tile_bytes = 1000; }},
-      {"options.apply_bulk_copies", [](auto& o) { o.apply_bulk_copies = 2; }},
-      {"options.validate_rows_per_team", [](auto& o) { o.validate_rows_per_team = 65; }},
-      {"options.validate_peers_per_lane", [](auto& o) { o.validate_peers_per_lane = -1; }},
-      {"options.validate_chunk", [](auto& o) { o.validate_chunk = 96; }},
-      {"options.validate_chunk", [](auto& o) { o.validate_chunk = 8192; }},
-      {"options.validate_groups", [](auto& o) { o.validate_groups = 65; }},
-      {"options.fused_block", [](auto& o) { o.fused_block = 16; }},
-      {"options.fused_block", [](auto& o) { o.fused_block = 1024; }},
-      {"options.fused_rounds", [](auto& o) { o.fused_rounds = 65; }},
+      {"options.expert.apply_team_size", [](auto& o) { o.expert.apply_team_size = 1025; }},
+      {"options.expert.apply_tile_bytes", [](auto& o) { o.expert.apply_tile_bytes = 128; }},
+      {"options.expert.apply_tile_bytes", [](auto& o) { o.expert.apply_tile_bytes = 1000; }},
+      {"options.expert.apply_teams", [](auto& o) { o.expert.apply_teams = -3; }},
+      {"options.expert.validate_rows_per_team", [](auto& o) { o.expert.validate_rows_per_team = 65; }},
+      {"options.expert.validate_peers_per_lane", [](auto& o) { o.expert.validate_peers_per_lane = -1; }},
+      {"options.expert.validate_chunk", [](auto& o) { o.expert.validate_chunk = 96; }},
+      {"options.expert.validate_chunk", [](auto& o) { o.expert.validate_chunk = 8192; }},
+      {"options.expert.validate_groups", [](auto& o) { o.expert.validate_groups = 65; }},
+      {"options.expert.fused_block", [](auto& o) { o.expert.fused_block = 16; }},
+      {"options.expert.fused_block", [](auto& o) { o.expert.fused_block = 1024; }},
+      {"options.expert.fused_rounds", [](auto& o) { o.expert.fused_rounds = 65; }},
       {"options.validate_and_apply", [](auto& o) { o.validate_and_apply = static_cast<statexfer::FusedDesign>(9); }}};
   for (const auto& [name, set] : bad) {
     CtorArgs s;
@@ -103,8 +103,8 @@ TEST(TEST_CATEGORY, construction_options_ranges) {
     EXPECT_TRUE(throws_naming<std::invalid_argument>([&] { (void)s.make(); }, {"PreparedStateTransfer", name})) << name;
   }
   CtorArgs s;
-  s.config.options.apply_tile_bytes = 256;
-  s.config.options.validate_chunk = 64;
+  s.config.options.expert.apply_tile_bytes = 256;
+  s.config.options.expert.validate_chunk = 64;
   EXPECT_NO_THROW((void)s.make());
 }
 
@@ -123,7 +123,7 @@ TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
     }
   }
   s.config.options.validate_and_apply = FusedDesign::flat_grid;
-  s.config.options.fused_block = 64;
+  s.config.options.expert.fused_block = 64;
   {
     auto t = s.make();
     t.prepare(Exec());
@@ -135,7 +135,7 @@ TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
     EXPECT_EQ(p.fused_rounds, 1);
     EXPECT_EQ(p.fused_blocks, p.work_items << p.fused_chunk_shift);
   }
-  s.config.options.fused_rounds = 2;
+  s.config.options.expert.fused_rounds = 2;
   {
     auto t = s.make();
     t.prepare(Exec());
@@ -157,7 +157,7 @@ TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
 }
 
 // validate()'s teams at C <= 64: one team on hosts and up to 32 commands on
-// GPUs, teams of 8 rows above; options.validate_rows_per_team picks the rows
+// GPUs, teams of 8 rows above; options.expert.validate_rows_per_team picks the rows
 // per team on every backend.
 TEST(TEST_CATEGORY, construction_validate_teams) {
   const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
@@ -169,7 +169,7 @@ TEST(TEST_CATEGORY, construction_validate_teams) {
     EXPECT_EQ(t.launch_plan().validate_rows_per_team, host || c <= 32 ? c : 8);
   }
   CtorArgs s(64);
-  s.config.options.validate_rows_per_team = 3;
+  s.config.options.expert.validate_rows_per_team = 3;
   auto t = s.make();
   t.prepare(Exec());
   EXPECT_EQ(t.launch_plan().validate_league, 22) << "ceil(64 / 3) teams";

@@ -109,8 +109,8 @@ TEST(TEST_CATEGORY, partial_batches_match_the_oracle_at_every_capacity_and_desig
         statexfer::TransferOptions options;
         options.apply = d.apply;
         options.validate_and_apply = d.fused;
-        options.apply_teams = d.apply_teams;
-        if (d.small_tiles) options.apply_tile_bytes = 1024;
+        options.expert.apply_teams = d.apply_teams;
+        if (d.small_tiles) options.expert.apply_tile_bytes = 1024;
         const bool one_call = d.fused != FusedDesign::two_launches;
         const std::string what = std::string(d.name) + "_C" + std::to_string(C) + "_live" + std::to_string(live);
         const ft::ReferenceCheck check = ft::check_against_reference<TEST_EXECSPACE>(
@@ -141,7 +141,7 @@ TEST(TEST_CATEGORY, partial_batches_after_full_ones_leave_nothing_behind) {
       o.trailing = true;
       o.options.apply = d.apply;
       o.options.validate_and_apply = d.fused;
-      o.options.apply_teams = d.apply_teams;
+      o.options.expert.apply_teams = d.apply_teams;
       ft::Batch<TEST_EXECSPACE> b(o);
       b.one_call = d.fused != FusedDesign::two_launches;
       const std::string what = std::string(d.name) + " C" + std::to_string(C);

@@ -55,33 +55,42 @@
 
 namespace statexfer {
 
-/// Priority of an error code in the combined order: 5 -> 7, 1 -> 6, 2 -> 5,
-/// 3 -> 4, 4 -> 3, 6 -> 2, 7 -> 1, 0 -> 0. Codes outside 0..7 rank above all (8).
+/// Priority of an error code in the combined order (docs/CONTRACT.md §9, §15,
+/// §17): 5, 1, 2, 3, 8, 9, 11, 10, 4, 6, 7 from the highest; 0 is 0. Codes
+/// outside 0..11 rank above all (12).
 KOKKOS_INLINE_FUNCTION constexpr std::int32_t error_priority(std::int32_t code) noexcept {
   switch (code) {
     case 0: return 0;
     case 7: return 1;
     case 6: return 2;
     case 4: return 3;
-    case 3: return 4;
-    case 2: return 5;
-    case 1: return 6;
-    case 5: return 7;
-    default: return 8;
+    case 10: return 4;
+    case 11: return 5;
+    case 9: return 6;
+    case 8: return 7;
+    case 3: return 8;
+    case 2: return 9;
+    case 1: return 10;
+    case 5: return 11;
+    default: return 12;
   }
 }
 
-/// Inverse of error_priority; priority 8 (a code outside 0..7) comes back as -1.
+/// Inverse of error_priority; priority 12 (a code outside 0..11) comes back as -1.
 KOKKOS_INLINE_FUNCTION constexpr std::int32_t error_from_priority(std::int32_t priority) noexcept {
   switch (priority) {
     case 0: return 0;
     case 1: return 7;
     case 2: return 6;
     case 3: return 4;
-    case 4: return 3;
-    case 5: return 2;
-    case 6: return 1;
-    case 7: return 5;
+    case 4: return 10;
+    case 5: return 11;
+    case 6: return 9;
+    case 7: return 8;
+    case 8: return 3;
+    case 9: return 2;
+    case 10: return 1;
+    case 11: return 5;
     default: return -1;
   }
 }

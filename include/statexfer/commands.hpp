@@ -29,6 +29,10 @@ enum class CommandError : std::int32_t {
   invalid_count = 5,     ///< num_ops is negative or larger than the capacity (every row)
   invalid_page = 6,      ///< the partial (or trailing) page is unmapped or past the usable page count
   row_in_use = 7,        ///< with row claims (§15): another transfer's batch in flight reads or writes its rows
+  layout_mismatch = 8,   ///< import (§17): a record's layout fingerprint is not the receiver's
+  record_mismatch = 9,   ///< import: a record's header is not what the command and the groups give (or was refused)
+  checksum_mismatch = 10,  ///< import: a record's checksum is not the one its bytes give
+  coverage_mismatch = 11,  ///< import: a record's slices would not cover the receiver's row exactly once
 };
 
 /// Values of StateCommands::operation (docs/CONTRACT.md §2, §12, §13). Operations
@@ -42,8 +46,10 @@ inline constexpr std::int32_t op_offload = 2;            ///< device row src -> 
 inline constexpr std::int32_t op_onload = 3;             ///< host row src -> device row dst
 inline constexpr std::int32_t op_restore_from_host = 4;  ///< a restore whose source is host row src
 inline constexpr std::int32_t op_commit = 5;             ///< make the accepted position's state the slot's live state
+inline constexpr std::int32_t op_export = 6;  ///< pack pool row src into record slot dst of every wire buffer (§17)
+inline constexpr std::int32_t op_import = 7;  ///< unpack record slot src of the wire buffers into pool row dst (§17)
 
-/// "none", "invalid_operation", ... ; "unknown" for values outside 0..7.
+/// "none", "invalid_operation", ... ; "unknown" for values outside 0..11.
 const char* to_string(CommandError code) noexcept;
 /// Same for the raw int32 stored in the errors array.
 const char* command_error_name(std::int32_t code) noexcept;
@@ -167,6 +173,14 @@ struct Command {
   /// the live row's endpoint after the verify step.
   static Command commit(std::int64_t slot, std::int64_t live_endpoint) {
     return {slot, -1, -1, op_commit, live_endpoint, 0};
+  }
+  /// Pack pool row `row` (at `endpoint`, holding `key`) into record slot `slot` of every wire buffer (§17).
+  static Command export_row(std::int64_t row, std::int64_t slot, std::int64_t endpoint, std::int64_t key = 0) {
+    return {-1, row, slot, op_export, endpoint, key};
+  }
+  /// Unpack the records at slot `slot` of the wire buffers into pool row `row`, expecting `endpoint` and `key` (§17).
+  static Command import_row(std::int64_t slot, std::int64_t row, std::int64_t endpoint, std::int64_t key = 0) {
+    return {-1, slot, row, op_import, endpoint, key};
   }
 };
 

@@ -14,6 +14,7 @@
 #include <statexfer/commands.hpp>
 #include <statexfer/host_tier.hpp>
 #include <statexfer/layout.hpp>
+#include <statexfer/launch_plan.hpp>
 #include <statexfer/options.hpp>
 #include <statexfer/pool.hpp>
 #include <statexfer/speculative.hpp>
@@ -151,15 +152,16 @@ class PreparedStateTransfer {
   /// Work items of one command row in apply()'s launch (row tiles, page tiles).
   std::int64_t work_items_per_command() const noexcept;
   /// The launch shapes prepare() chose, for logs and benchmark records, e.g.
-  /// "validate 8x8x16 (teams x threads x lanes), apply 8768x2048 flat (2 words a
-  /// thread)" on GPUs (work items x threads of each), "apply 8768x1 (teams x
-  /// threads)" with " (bulk copies)" when apply() runs as teams that use them, and
+  /// "validate 8x8x16 (teams x threads x lanes), apply 1584x128 compact (8 units
+  /// an item)" on GPUs (teams x threads), "apply 8768x2048 flat (2 words a
+  /// thread)" (work items x threads), "apply 8768x1 (teams x threads)" with
+  /// " (bulk copies)" when apply() runs as teams that use them, and
   /// ", validate_and_apply 8768x128" when that is one launch as teams, or
   /// ", validate_and_apply 6360x128 flat (4 words a thread)" as the flat grid
   /// (blocks x threads; ", 2 rounds a block" when each block moves two chunks).
   std::string launch_summary() const;
   /// What prepare() chose from the shape, the device's limits and the options
-  /// (std::logic_error before prepare()).
+  /// (std::logic_error before prepare()); a read-out, unstable (launch_plan.hpp).
   LaunchPlan launch_plan() const;
 
  private:

@@ -13,6 +13,7 @@
 #include <string>
 
 #include <statexfer/commands.hpp>
+#include <statexfer/launch_plan.hpp>
 #include <statexfer/options.hpp>
 
 #include "argument_checks.hpp"
@@ -61,36 +62,36 @@ inline constexpr std::int64_t default_tile_bytes = 64 * 1024;
 inline constexpr int default_sort_chunk = 1024;
 inline constexpr int default_sort_groups = 4;
 
-/// The constructor's check of the options' ranges (docs/CONTRACT.md §3).
-inline void check_options(const TransferOptions& o) {
+/// The constructor's check of the options (docs/CONTRACT.md §3): the designs
+/// are enumerators, every expert parameter 0 (the default) or in its range.
+inline void check_options(const TransferOptions& options) {
+  const ExpertOptions& o = options.expert;
   const auto range = [](const char* name, std::int64_t v, std::int64_t lo, std::int64_t hi, const char* more = "") {
     if (v != 0 && (v < lo || v > hi))
-      reject(std::string("options.") + name + " must be 0 (the default) or " + std::to_string(lo) + ".." +
+      reject(std::string("options.expert.") + name + " must be 0 (the default) or " + std::to_string(lo) + ".." +
              std::to_string(hi) + more + ", got " + std::to_string(v));
   };
-  if (o.apply_words != -1 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
-    reject("options.apply_words must be -1 (the default), 1, 2 or 4, got " + std::to_string(o.apply_words));
-  const auto apply = static_cast<int>(o.apply);
+  const auto apply = static_cast<int>(options.apply);
   if (apply < 0 || apply > static_cast<int>(ApplyDesign::compact))
     reject("options.apply is not an ApplyDesign, got " + std::to_string(apply));
-  range("apply_team_size", o.apply_team_size, 1, 1024);
+  const auto design = static_cast<int>(options.validate_and_apply);
+  if (design < 0 || design > static_cast<int>(FusedDesign::persistent))
+    reject("options.validate_and_apply is not a FusedDesign, got " + std::to_string(design));
   range("apply_teams", o.apply_teams, 1, 1 << 20);
+  if (o.apply_words != 0 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
+    reject("options.expert.apply_words must be 0 (the default), 1, 2 or 4, got " + std::to_string(o.apply_words));
+  range("apply_team_size", o.apply_team_size, 1, 1024);
   range("apply_tile_bytes", o.apply_tile_bytes, 256, std::int64_t(1) << 30, ", a multiple of 16");
   if (o.apply_tile_bytes % 16 != 0)
-    reject("options.apply_tile_bytes must be a multiple of 16, got " + std::to_string(o.apply_tile_bytes));
-  if (o.apply_bulk_copies < -1 || o.apply_bulk_copies > 1)
-    reject("options.apply_bulk_copies must be -1 (the default), 0 or 1, got " + std::to_string(o.apply_bulk_copies));
+    reject("options.expert.apply_tile_bytes must be a multiple of 16, got " + std::to_string(o.apply_tile_bytes));
   range("validate_rows_per_team", o.validate_rows_per_team, 1, 64);
   range("validate_peers_per_lane", o.validate_peers_per_lane, 1, 64);
   range("validate_chunk", o.validate_chunk, 64, 4096, ", a power of two");
   if ((o.validate_chunk & (o.validate_chunk - 1)) != 0)
-    reject("options.validate_chunk must be a power of two, got " + std::to_string(o.validate_chunk));
+    reject("options.expert.validate_chunk must be a power of two, got " + std::to_string(o.validate_chunk));
   range("validate_groups", o.validate_groups, 1, 64);
   range("fused_block", o.fused_block, 32, 512);
   range("fused_rounds", o.fused_rounds, 1, 64);
-  const auto design = static_cast<int>(o.validate_and_apply);
-  if (design < 0 || design > static_cast<int>(FusedDesign::persistent))
-    reject("options.validate_and_apply is not a FusedDesign, got " + std::to_string(design));
 }
 
 /// Threads of apply()'s flat grid per work item, as a shift: a power of two
@@ -119,14 +120,15 @@ inline std::int32_t log2_exact(std::int64_t power) {
 /// flat grid on Kokkos 4, which was 10-15% slower than two launches on Kokkos
 /// 3.4's build, the teams, or the persistent grid where commits remap), else
 /// two launches.
-inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, const TransferOptions& o) {
+inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, const TransferOptions& options) {
+  const ExpertOptions& o = options.expert;
   LaunchPlan p;
   const bool host = d.host;
   const std::int64_t c = s.capacity;
   p.sorted_validation = c > max_capacity;
   p.work_items = c * s.work_items;
   // apply()
-  p.bulk_copies = !host && d.bulk && o.apply_bulk_copies != 0;
+  p.bulk_copies = !host && d.bulk && !o.no_bulk_copies;
   const int team = o.apply_team_size > 0 ? o.apply_team_size : 128;
   p.apply_team_size = host ? 1 : std::max(1, std::min(team, d.apply_team_max));  // hosts: a memcpy per tile
   p.apply_words = o.apply_words > 0 ? o.apply_words : 2;
@@ -159,7 +161,7 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // validate_and_apply()'s persistent grid where commits remap (measured: a
   // remapping step moves no bytes, and its one launch saves validate()'s).
   const bool prefer_persistent = !host && s.remapping_commits && persistent_fits;
-  ApplyDesign apply = o.apply != ApplyDesign::automatic ? o.apply : ApplyDesign::compact;
+  ApplyDesign apply = options.apply != ApplyDesign::automatic ? options.apply : ApplyDesign::compact;
   if (apply == ApplyDesign::persistent && !persistent_fits) apply = ApplyDesign::compact;
   if (apply == ApplyDesign::compact && !compact_fits) apply = ApplyDesign::teams;
   p.apply = apply;
@@ -201,8 +203,8 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
                                 : prefer_persistent         ? FusedDesign::persistent
                                 : d.kokkos4 && flat_fits    ? FusedDesign::flat_grid
                                                             : FusedDesign::teams;
-  const bool chosen = o.validate_and_apply != FusedDesign::automatic;
-  const FusedDesign design = chosen ? o.validate_and_apply : automatic;
+  const bool chosen = options.validate_and_apply != FusedDesign::automatic;
+  const FusedDesign design = chosen ? options.validate_and_apply : automatic;
   p.validate_and_apply = FusedDesign::two_launches;
   // One launch decides a row in each of its blocks: no block could claim its rows for the others.
   if (p.sorted_validation || s.claims) return p;

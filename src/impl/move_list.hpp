@@ -46,21 +46,19 @@ KOKKOS_INLINE_FUNCTION bool last_team(const Member& team, std::int32_t* done) {
   return last != 0;
 }
 
-/// The last team: the list of rows [0, live) from their codes and plans (read
-/// past the cache: other teams wrote them in this launch), and the count of
-/// finished teams back to 0 for the next validate().
-template <class Member, class Plans, class Codes, class Moves>
-KOKKOS_INLINE_FUNCTION void build_move_list(const Member& team, const Plans& plan, const Codes& errors,
-                                            const Moves& moves, std::int32_t live, std::int32_t capacity) {
+/// The list of rows [0, live) by `kind(r)` (0 none, 1 moves bytes, 2 remaps:
+/// move_kind()), in row order, by the calling team; `moves`' counts and
+/// live_count with it, and teams_done back to 0 for the next validate().
+template <class Member, class Kind, class Moves>
+KOKKOS_INLINE_FUNCTION void list_rows(const Member& team, const Kind& kind, const Moves& moves, std::int32_t live,
+                                      std::int32_t capacity) {
   Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, live), [&](const int r, std::int32_t& at, const bool final) {
-    const auto* flags = &plan(r).flags;
-    const int kind = move_kind(*static_cast<volatile const std::int32_t*>(&errors(r)),
-                               *static_cast<volatile const std::int32_t*>(flags));
+    const int k = kind(r);
     // Moves count in the low 16 bits, remaps in the high ones (C <= 4096).
-    const std::int32_t one = kind == 1 ? 1 : kind == 2 ? (1 << 16) : 0;
+    const std::int32_t one = k == 1 ? 1 : k == 2 ? (1 << 16) : 0;
     if (final) {
-      if (kind == 1) moves(move_rows + (at & 0xffff)) = r;
-      if (kind == 2) moves(move_rows + capacity - 1 - (at >> 16)) = r;
+      if (k == 1) moves(move_rows + (at & 0xffff)) = r;
+      if (k == 2) moves(move_rows + capacity - 1 - (at >> 16)) = r;
       if (r == live - 1) {
         moves(move_count) = (at + one) & 0xffff;
         moves(remap_count) = (at + one) >> 16;
@@ -73,6 +71,18 @@ KOKKOS_INLINE_FUNCTION void build_move_list(const Member& team, const Plans& pla
     moves(live_count) = live;
     moves(teams_done) = 0;
   });
+}
+
+/// The last team of validate(): the list from the rows' codes and plans (read
+/// past the cache: other teams wrote them in this launch).
+template <class Member, class Plans, class Codes, class Moves>
+KOKKOS_INLINE_FUNCTION void build_move_list(const Member& team, const Plans& plan, const Codes& errors,
+                                            const Moves& moves, std::int32_t live, std::int32_t capacity) {
+  const auto kind = [&](const int r) {
+    return move_kind(*static_cast<volatile const std::int32_t*>(&errors(r)),
+                     *static_cast<volatile const std::int32_t*>(&plan(r).flags));
+  };
+  list_rows(team, kind, moves, live, capacity);
 }
 
 }  // namespace statexfer::impl

@@ -276,7 +276,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
     const Region& r = layout.region(name);
     excluded_ranges.emplace_back(r.offset, r.offset + r.nbytes);
   }
-  const std::int64_t tile = config.options.apply_tile_bytes > 0 ? config.options.apply_tile_bytes : impl::tile_bytes;
+  const std::int64_t tile =
+      config.options.expert.apply_tile_bytes > 0 ? config.options.expert.apply_tile_bytes : impl::tile_bytes;
   std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans, tile, key_offset);
   for (impl::WorkItem& item : work)
     if (item.binding >= 0) item.page = entries[static_cast<std::size_t>(item.binding)];
@@ -295,7 +296,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
     d.claimed =
         Kokkos::View<std::int64_t*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::claimed"), 2 * cu);
   if (impl::SortedValidation<ExecutionSpace>::applies(c)) {
-    const auto& o = config.options;
+    const auto& o = config.options.expert;
     d.sorted.allocate(
         d.shape, o.validate_chunk > 0 ? o.validate_chunk : impl::SortedValidation<ExecutionSpace>::default_chunk,
         o.validate_groups > 0 ? o.validate_groups : impl::SortedValidation<ExecutionSpace>::default_groups);
@@ -343,7 +344,7 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   using apply_functor = impl::ApplyFunctor<ExecutionSpace>;
   limits.apply_team_max =
       typename apply_functor::policy_type(exec, 1, 1).team_size_max(d.apply_functor(), Kokkos::ParallelForTag());
-  const bool bulk = !host && limits.bulk && d.options.apply_bulk_copies != 0;
+  const bool bulk = !host && limits.bulk && !d.options.expert.no_bulk_copies;
   using fused_functor = impl::FusedFunctor<ExecutionSpace>;
   limits.fused_team_max =
       typename fused_functor::policy_type(exec, 1, 1)

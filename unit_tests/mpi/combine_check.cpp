@@ -23,8 +23,8 @@ namespace {
 
 // Rank `rank`'s code for command i: the digits of i in base 7, one per rank.
 std::int32_t code_of(int rank, int i) {
-  for (int r = 0; r < rank; ++r) i /= 8;
-  return i % 8;  // codes 0..7
+  for (int r = 0; r < rank; ++r) i /= 12;
+  return i % 12;  // codes 0..11
 }
 
 // A moved MPI combiner: the new owner combines across the ranks, the moved-from
@@ -75,9 +75,9 @@ int check_moved(MPI_Comm comm, int rank, int ranks) {
 
 template <class Exec>
 int check(MPI_Comm comm, int rank, int ranks) {
-  // Capacity: all combinations of up to three ranks' codes (8^3 = 512).
+  // Capacity: all combinations of up to three ranks' codes (12^3 = 1728 -> 2048).
   int combos = 1;
-  for (int r = 0; r < ranks && r < 3; ++r) combos *= 8;
+  for (int r = 0; r < ranks && r < 3; ++r) combos *= 12;
   std::int64_t capacity = 1;
   while (capacity < combos) capacity *= 2;
   int failures = 0;

@@ -32,13 +32,13 @@ namespace {
 using Exec = Kokkos::Cuda;
 
 std::int32_t code_of(int rank, int i) {
-  for (int r = 0; r < rank; ++r) i /= 8;
-  return i % 8;  // codes 0..7
+  for (int r = 0; r < rank; ++r) i /= 12;
+  return i % 12;  // codes 0..11
 }
 
 int check_combinations(ncclComm_t comm, int rank, int ranks) {
   int combos = 1;
-  for (int r = 0; r < ranks && r < 3; ++r) combos *= 8;
+  for (int r = 0; r < ranks && r < 3; ++r) combos *= 12;
   std::int64_t capacity = 1;
   while (capacity < combos) capacity *= 2;
   auto commands = statexfer::StateCommands<Exec>::allocate(capacity);

@@ -35,9 +35,10 @@ TEST(pure, command_batch_named_commands) {
 
 TEST(pure, error_codes_names) {
   using statexfer::CommandError;
-  const char* names[] = {"none",           "invalid_operation", "invalid_slots", "invalid_endpoint",
-                         "alias_conflict", "invalid_count",     "invalid_page",  "row_in_use"};
-  for (std::int32_t code = 0; code <= 7; ++code) {
+  const char* names[] = {"none",          "invalid_operation", "invalid_slots",     "invalid_endpoint",
+                         "alias_conflict", "invalid_count",    "invalid_page",      "row_in_use",
+                         "layout_mismatch", "record_mismatch", "checksum_mismatch", "coverage_mismatch"};
+  for (std::int32_t code = 0; code <= 11; ++code) {
     EXPECT_STREQ(statexfer::command_error_name(code), names[code]) << code;
     EXPECT_STREQ(statexfer::to_string(static_cast<CommandError>(code)), names[code]) << code;
   }
@@ -49,8 +50,12 @@ TEST(pure, error_codes_names) {
   EXPECT_EQ(static_cast<std::int32_t>(CommandError::invalid_count), 5);
   EXPECT_EQ(static_cast<std::int32_t>(CommandError::invalid_page), 6);
   EXPECT_EQ(static_cast<std::int32_t>(CommandError::row_in_use), 7);
+  EXPECT_EQ(static_cast<std::int32_t>(CommandError::layout_mismatch), 8);
+  EXPECT_EQ(static_cast<std::int32_t>(CommandError::record_mismatch), 9);
+  EXPECT_EQ(static_cast<std::int32_t>(CommandError::checksum_mismatch), 10);
+  EXPECT_EQ(static_cast<std::int32_t>(CommandError::coverage_mismatch), 11);
   for (std::int32_t code :
-       {-1, 8, 77, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()}) {
+       {-1, 12, 77, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()}) {
     EXPECT_STREQ(statexfer::command_error_name(code), "unknown") << code;
     EXPECT_STREQ(statexfer::to_string(static_cast<CommandError>(code)), "unknown") << code;
   }

@@ -146,8 +146,8 @@ TEST(pure, launch_plan_every_design_from_options) {
     const si::DeviceLimits d = host ? host_limits() : gpu_limits();
     TransferOptions o;
     o.validate_and_apply = FusedDesign::flat_grid;
-    o.fused_block = 64;
-    o.fused_rounds = 3;
+    o.expert.fused_block = 64;
+    o.expert.fused_rounds = 3;
     statexfer::LaunchPlan p = si::choose_launch_plan(shape(32, 1 << 20), d, o);
     EXPECT_EQ(p.validate_and_apply, FusedDesign::flat_grid);
     EXPECT_EQ(p.fused_block, host ? 1 : 64);
@@ -167,7 +167,7 @@ TEST(pure, launch_plan_every_design_from_options) {
     // apply(): every word count of the flat grid, the teams, the persistent grid.
     o.apply = statexfer::ApplyDesign::flat_grid;
     for (const int words : {1, 2, 4}) {
-      o.apply_words = words;
+      o.expert.apply_words = words;
       p = si::choose_launch_plan(shape(4, 1 << 20), d, o);
       EXPECT_EQ(p.apply, statexfer::ApplyDesign::flat_grid);
       EXPECT_EQ(p.apply_words, words);
@@ -184,27 +184,27 @@ TEST(pure, launch_plan_every_design_from_options) {
         << "above 64 commands no persistent grid";
     // The compact grid: a caller's league, never more teams than units.
     o.apply = statexfer::ApplyDesign::compact;
-    o.apply_teams = 3;
+    o.expert.apply_teams = 3;
     p = si::choose_launch_plan(shape(4, 1 << 20), d, o);
     EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
     EXPECT_EQ(p.compact_teams, 3);
     EXPECT_EQ(p.compact_units, host ? 1 : 8);
-    o.apply_teams = 1 << 20;
+    o.expert.apply_teams = 1 << 20;
     EXPECT_EQ(si::choose_launch_plan(shape(4, 1 << 20), d, o).compact_teams, host ? 4 * 16 : 4 * 16 * 8);
-    o.apply_teams = 0;
+    o.expert.apply_teams = 0;
     o.apply = statexfer::ApplyDesign::persistent;
     o.validate_and_apply = FusedDesign::persistent;
     EXPECT_EQ(si::choose_launch_plan(shape(64, 1 << 20), d, o).validate_and_apply, FusedDesign::persistent);
     EXPECT_EQ(si::choose_launch_plan(shape(128, 1 << 20), d, o).validate_and_apply, FusedDesign::two_launches);
     o.validate_and_apply = FusedDesign::two_launches;
     o.apply = statexfer::ApplyDesign::automatic;
-    o.apply_team_size = 256;
+    o.expert.apply_team_size = 256;
     EXPECT_EQ(si::choose_launch_plan(shape(4, 1 << 20), d, o).apply_team_size, host ? 1 : 256);
-    o.apply_bulk_copies = 0;
+    o.expert.no_bulk_copies = true;
     EXPECT_FALSE(si::choose_launch_plan(shape(4, 1 << 20), d, o).bulk_copies);
     // validate(): rows per team and peers per lane.
-    o.validate_rows_per_team = 3;
-    o.validate_peers_per_lane = 1;
+    o.expert.validate_rows_per_team = 3;
+    o.expert.validate_peers_per_lane = 1;
     p = si::choose_launch_plan(shape(64, 1024), d, o);
     EXPECT_EQ(p.validate_league, 22);
     EXPECT_EQ(p.validate_rows_per_team, 3);

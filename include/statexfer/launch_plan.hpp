@@ -1,0 +1,51 @@
+#ifndef STATEXFER_LAUNCH_PLAN_HPP
+#define STATEXFER_LAUNCH_PLAN_HPP
+
+// LaunchPlan: what a transfer's prepare() chose from the shape, the device's
+// limits and its TransferOptions (PreparedStateTransfer::launch_plan()). A
+// read-out for logs, tests and benchmark records. Unstable: its fields are the
+// kernels' internals and change with any release; choose designs through
+// TransferOptions, never by reading these back.
+
+#include <cstdint>
+
+#include <statexfer/options.hpp>
+
+namespace statexfer {
+
+/// The launches prepare() chose (unstable).
+struct LaunchPlan {
+  // validate()
+  bool sorted_validation = false;  ///< above 64 commands: keys, sort and look up, decide (three launches)
+  int validate_league = 0;         ///< teams (one kernel up to 64 commands)
+  int validate_team_size = 0;      ///< threads a team (sorted: of the sort and look-up launch)
+  int validate_vector_length = 0;  ///< vector lanes a thread
+  int validate_rows_per_team = 0;  ///< rows a team decides
+  int sort_teams = 0;              ///< sorted: teams of the sort and look-up launch
+  // apply()
+  std::int64_t work_items = 0;             ///< capacity x work items a row
+  ApplyDesign apply = ApplyDesign::teams;  ///< what runs (never automatic)
+  int apply_words = 0;                     ///< the flat grid: 16-byte words a thread
+  std::int64_t apply_item_threads = 0;     ///< the flat grid's threads a work item
+  int apply_team_size = 0;                 ///< teams: threads a team
+  bool bulk_copies = false;                ///< teams: Hopper's bulk copies
+  // validate_and_apply()
+  FusedDesign validate_and_apply = FusedDesign::two_launches;  ///< what runs (never automatic)
+  int fused_team_size = 0;                                     ///< teams: threads a team
+  std::int64_t fused_blocks = 0;                               ///< flat grid: blocks
+  int fused_block = 0;                                         ///< flat grid: threads a block
+  int fused_chunk_bytes = 0;                                   ///< flat grid: bytes a block moves a round
+  int fused_chunk_shift = 0;                                   ///< flat grid: log2 of the blocks a work item has
+  int fused_rounds = 1;                                        ///< flat grid: rounds a block
+  int fused_words = 0;                                         ///< flat grid: 16-byte words a thread a round
+  // The compact grid (apply)
+  std::int64_t compact_teams = 0;  ///< its league
+  int compact_units = 0;           ///< units (8 KiB on GPUs, a work item on hosts) covering the longest work item
+  // The persistent grid (apply or validate_and_apply)
+  std::int64_t persistent_teams = 0;  ///< its league
+  int persistent_units = 0;           ///< 8 KiB units covering the longest work item
+};
+
+}  // namespace statexfer
+
+#endif

@@ -1,0 +1,364 @@
+#ifndef STATEXFER_IMPL_EXCHANGE_KERNELS_HPP
+#define STATEXFER_IMPL_EXCHANGE_KERNELS_HPP
+
+// The kernels of prefill/decode moves (docs/CONTRACT.md §17). Export: one team
+// decides every command (a slot's users counted in team scratch) and lists the
+// rows to pack; a grid of teams strides over (listed row, chunk) copying rows
+// into records and summing their checksum words, and its last team writes the
+// headers. Import: a grid sums the checksum words of every live command's
+// records and counts each row's and slot's importers; one team then checks
+// every record's header, slices and checksum, decides the codes and lists the
+// rows to unpack; a grid strides over (listed row, chunk) copying payload into
+// rows. Checksums add up per (command, peer): a team sums its chunk words,
+// carries the sum while its chunks stay in one record and adds it atomically.
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <statexfer/commands.hpp>
+
+#include "exchange_format.hpp"
+#include "flat_apply_kernel.hpp"
+#include "move_list.hpp"
+
+namespace statexfer::impl {
+
+/// A command's row and record slot, as validate() found them.
+struct ExchangePlan {
+  std::uint8_t* row;  // the pool row read (export) or written (import); null when not a usable row
+  std::int64_t slot;  // the record slot, -1 when out of range
+  std::int64_t key;
+  std::int64_t endpoint;
+};
+
+/// One peer (a destination rank of an export, a source rank of an import).
+struct PeerEntry {
+  std::uint8_t* wire;
+  std::int64_t record_bytes;
+  std::int64_t header_bytes;
+  std::int64_t payload_bytes;
+  std::int32_t rank;
+  std::int32_t slices_begin;  // its expected slices in the slice table
+};
+
+/// What both sides' kernels share.
+template <class MemorySpace>
+struct ExchangeViews {
+  Kokkos::View<const std::int64_t*, MemorySpace> source_slots, destination_slots, expected_consumed, prefix_keys;
+  Kokkos::View<const std::int32_t*, MemorySpace> operation, num_ops;
+  Kokkos::View<std::int32_t*, MemorySpace> errors;
+  Kokkos::View<ExchangePlan*, MemorySpace> plan;
+  Kokkos::View<std::int32_t*, MemorySpace> moves;  // the list of rows that move (move_list.hpp)
+  Kokkos::View<const PeerEntry*, MemorySpace> peers;
+  Kokkos::View<const RecordSlice*, MemorySpace> slices;
+  Kokkos::View<const ExchangeChunk*, MemorySpace> chunks;
+  Kokkos::View<std::uint64_t*, MemorySpace> sums;  // [C x peers]: checksum words summed so far
+  Kokkos::View<const std::int64_t*, MemorySpace> memory_capacity;
+  std::uint8_t* pool = nullptr;  // the pool backing
+  std::int64_t capacity = 0, rows = 0, row_bytes = 0, consumed_offset = 0, key_offset = -1;
+  std::uint64_t fingerprint = 0;
+  std::int32_t peer_count = 0, segments = 0;
+  std::int32_t source_tp = 1, source_rank = 0, destination_tp = 1, destination_rank = 0;
+
+  KOKKOS_INLINE_FUNCTION std::int32_t live(bool& bad) const {
+    const std::int64_t count = num_ops(0);
+    bad = count < 0 || count > capacity;
+    return bad ? 0 : static_cast<std::int32_t>(count);
+  }
+  KOKKOS_INLINE_FUNCTION std::int64_t slots() const { return memory_capacity(0) < rows ? memory_capacity(0) : rows; }
+  KOKKOS_INLINE_FUNCTION std::int64_t row_int64(std::int64_t row, std::int64_t offset) const {
+    return *reinterpret_cast<const std::int64_t*>(pool + row * row_bytes + offset);
+  }
+};
+
+/// A team's checksum words of the chunks it handles, added to sums(index) once its chunks leave that record.
+template <class Member, class Sums>
+struct ChecksumCarry {
+  std::uint64_t sum = 0;
+  std::int64_t index = -1;
+
+  KOKKOS_INLINE_FUNCTION void flush(const Member& team, const Sums& sums) {
+    if (index < 0) return;
+    std::uint64_t total = sum;
+    team.team_reduce(Kokkos::Sum<std::uint64_t>(total));
+    if (team.team_rank() == 0) Kokkos::atomic_fetch_add(&sums(index), total);
+    sum = 0;
+  }
+  /// Chunk words [first, first + words) of the record at `record`, the team's threads a word each.
+  KOKKOS_INLINE_FUNCTION void add(const Member& team, const Sums& sums, std::int64_t at, const std::uint8_t* record,
+                                  std::int64_t first, std::int64_t words) {
+    if (at != index) {  // the same for every thread of the team
+      flush(team, sums);
+      index = at;
+    }
+    const auto* w = reinterpret_cast<const std::uint64_t*>(record) + first;
+    for (std::int64_t k = team.team_rank(); k < words; k += team.team_size()) sum += checksum_word(w[k], first + k);
+  }
+};
+
+/// Bytes [0, n) from src to dst (zeros where src is null) by the team.
+template <class Member>
+KOKKOS_INLINE_FUNCTION void team_move(const Member& team, std::uint8_t* dst, const std::uint8_t* src, int n) {
+  if (team.team_size() < 32) {  // hosts' teams of one: the C library
+    if (team.team_rank() == 0) std::memcpy(dst, src, static_cast<std::size_t>(n));
+    return;
+  }
+  flat_move_widest<4>(dst, src, n, team.team_rank(), team.team_size());
+}
+
+/// Export, one team: every command's code and plan (docs/CONTRACT.md §17), then the rows to pack.
+template <class ExecutionSpace>
+struct ExportValidateFunctor {
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
+  using member_type = typename policy_type::member_type;
+  ExchangeViews<typename ExecutionSpace::memory_space> v;
+
+  KOKKOS_INLINE_FUNCTION static std::size_t scratch_bytes(std::int64_t capacity) {
+    return static_cast<std::size_t>(capacity) * sizeof(std::int32_t);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int c = static_cast<int>(v.capacity);
+    bool bad = false;
+    const std::int32_t live = v.live(bad);
+    auto* users = static_cast<std::int32_t*>(team.team_scratch(0).get_shmem(scratch_bytes(c)));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const int s) { users[s] = 0; });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
+      const std::int64_t slot = v.destination_slots(r);
+      if (slot >= 0 && slot < c) Kokkos::atomic_fetch_add(&users[slot], 1);
+    });
+    team.team_barrier();
+    const std::int64_t slots = v.slots();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const int r) {
+      ExchangePlan p{nullptr, -1, 0, 0};
+      std::int32_t code = 0;
+      if (bad) {
+        code = 5;
+      } else if (r < live) {
+        const std::int64_t src = v.source_slots(r), slot = v.destination_slots(r);
+        p.key = v.prefix_keys(r);
+        p.endpoint = v.expected_consumed(r);
+        if (slot >= 0 && slot < c) p.slot = slot;
+        if (src > 0 && src < slots) p.row = v.pool + src * v.row_bytes;
+        if (v.operation(r) != op_export) {
+          code = 1;
+        } else if (p.row == nullptr || p.slot < 0) {
+          code = 2;
+        } else if (v.row_int64(src, v.consumed_offset) != p.endpoint ||
+                   (v.key_offset >= 0 && v.row_int64(src, v.key_offset) != p.key)) {
+          code = 3;
+        } else if (users[p.slot] > 1) {
+          code = 4;
+        }
+      }
+      v.errors(r) = code;
+      v.plan(r) = p;
+    });
+    team.team_barrier();
+    const auto kind = [&](const int r) { return v.errors(r) == 0 ? 1 : 0; };
+    list_rows(team, kind, v.moves, live, c);
+  }
+};
+
+/// Export's grid: the listed rows' chunks into their records, then (the last
+/// team) every live command's headers.
+template <class ExecutionSpace>
+struct ExportApplyFunctor {
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
+  using member_type = typename policy_type::member_type;
+  ExchangeViews<typename ExecutionSpace::memory_space> v;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
+    const std::int64_t total = std::int64_t(v.moves(move_count)) * chunks;
+    ChecksumCarry<member_type, decltype(v.sums)> carry;
+    for (std::int64_t u = team.league_rank(); u < total; u += team.league_size()) {
+      const std::int64_t k = u / chunks, ci = u - k * chunks;
+      const std::int32_t r = v.moves(move_rows + k);
+      if (v.errors(r) != 0) continue;  // refused across the group since validate()
+      const ExchangeChunk ch = v.chunks(ci);
+      const PeerEntry pe = v.peers(ch.peer);
+      const ExchangePlan p = v.plan(r);
+      std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
+      std::uint8_t* dst = record + pe.header_bytes + ch.payload_offset;
+      team_move(team, dst, p.row + ch.row_offset, ch.length);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, ch.padding), [&](const int b) { dst[ch.length + b] = 0; });
+      team.team_barrier();  // the chunk's bytes, written by the team, before its words are summed
+      carry.add(team, v.sums, std::int64_t(r) * v.peer_count + ch.peer, record,
+                (pe.header_bytes + ch.payload_offset) / 8, (ch.length + ch.padding) / 8);
+    }
+    carry.flush(team, v.sums);
+    if (!last_team(team, &v.moves(apply_done))) return;
+    const std::int32_t live = v.moves(live_count);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live * v.peer_count), [&](const int at) {
+      const int r = at / v.peer_count, q = at - r * v.peer_count;
+      const ExchangePlan p = v.plan(r);
+      const PeerEntry pe = v.peers(q);
+      if (p.slot < 0 || pe.record_bytes == 0) return;
+      std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
+      auto* h = reinterpret_cast<RecordHeader*>(record);
+      const std::int32_t status = v.errors(r);
+      h->magic = record_magic;
+      h->version = record_version;
+      h->fingerprint = v.fingerprint;
+      h->key = p.key;
+      h->endpoint = p.endpoint;
+      h->source_tp = v.source_tp;
+      h->source_rank = v.source_rank;
+      h->destination_tp = v.destination_tp;
+      h->destination_rank = pe.rank;
+      h->status = status;
+      h->segments = v.segments;
+      h->payload_bytes = status == 0 ? pe.payload_bytes : 0;
+      h->checksum = 0;
+      h->slot = p.slot;
+      auto* s = reinterpret_cast<RecordSlice*>(record + sizeof(RecordHeader));
+      for (int g = 0; g < v.segments; ++g) s[g] = v.slices(pe.slices_begin + g);
+      const std::uint64_t payload = v.sums(at);
+      v.sums(at) = 0;
+      h->checksum = (status == 0 ? payload : 0) + header_checksum(record, pe.header_bytes);
+    });
+    Kokkos::single(Kokkos::PerTeam(team), [&] { v.moves(apply_done) = 0; });
+  }
+};
+
+/// Import's first launch: every live command's records' checksum words, and
+/// how many live imports name each row and each slot.
+template <class ExecutionSpace>
+struct ImportSumFunctor {
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
+  using member_type = typename policy_type::member_type;
+  ExchangeViews<typename ExecutionSpace::memory_space> v;
+  Kokkos::View<std::int32_t*, typename ExecutionSpace::memory_space> row_users, slot_users;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    bool bad = false;
+    const std::int32_t live = v.live(bad);
+    const std::int64_t slots = v.slots();
+    const std::int64_t threads = std::int64_t(team.league_size()) * team.team_size();
+    for (std::int64_t r = std::int64_t(team.league_rank()) * team.team_size() + team.team_rank(); r < live;
+         r += threads) {
+      if (v.operation(r) != op_import) continue;
+      const std::int64_t slot = v.source_slots(r), row = v.destination_slots(r);
+      if (row > 0 && row < slots) Kokkos::atomic_fetch_add(&row_users(row), 1);
+      if (slot >= 0 && slot < v.capacity) Kokkos::atomic_fetch_add(&slot_users(slot), 1);
+    }
+    const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
+    const std::int64_t total = std::int64_t(live) * chunks;
+    ChecksumCarry<member_type, decltype(v.sums)> carry;
+    for (std::int64_t u = team.league_rank(); u < total; u += team.league_size()) {
+      const std::int64_t r = u / chunks, ci = u - r * chunks;
+      const std::int64_t slot = v.source_slots(r);
+      if (v.operation(r) != op_import || slot < 0 || slot >= v.capacity) continue;
+      const ExchangeChunk ch = v.chunks(ci);
+      const PeerEntry pe = v.peers(ch.peer);
+      const std::uint8_t* record = pe.wire + slot * pe.record_bytes;
+      carry.add(team, v.sums, r * v.peer_count + ch.peer, record, (pe.header_bytes + ch.payload_offset) / 8,
+                (ch.length + ch.padding) / 8);
+    }
+    carry.flush(team, v.sums);
+  }
+};
+
+/// Import's second launch, one team: every command's code (docs/CONTRACT.md
+/// §17's order) and plan, the counts and sums set back to 0, the rows to unpack.
+template <class ExecutionSpace>
+struct ImportDecideFunctor {
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
+  using member_type = typename policy_type::member_type;
+  ExchangeViews<typename ExecutionSpace::memory_space> v;
+  Kokkos::View<std::int32_t*, typename ExecutionSpace::memory_space> row_users, slot_users;
+
+  /// The code of one record of live command r, 0 when it passes.
+  KOKKOS_INLINE_FUNCTION std::int32_t check_record(std::int64_t r, int q, const ExchangePlan& p) const {
+    const PeerEntry pe = v.peers(q);
+    const std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
+    const auto* h = reinterpret_cast<const RecordHeader*>(record);
+    if (h->magic != record_magic || h->version != record_version) return 9;
+    if (h->fingerprint != v.fingerprint) return 8;
+    if (h->status != 0 || h->key != p.key || h->endpoint != p.endpoint || h->source_tp != v.source_tp ||
+        h->source_rank != pe.rank || h->destination_tp != v.destination_tp ||
+        h->destination_rank != v.destination_rank || h->slot != p.slot || h->segments != v.segments ||
+        h->payload_bytes != pe.payload_bytes)
+      return 9;
+    const auto* s = reinterpret_cast<const RecordSlice*>(record + sizeof(RecordHeader));
+    for (int g = 0; g < v.segments; ++g) {
+      const RecordSlice want = v.slices(pe.slices_begin + g);
+      if (s[g].segment != want.segment || s[g].begin != want.begin || s[g].end != want.end || s[g].zero != 0) return 11;
+    }
+    if (v.sums(r * v.peer_count + q) + header_checksum(record, pe.header_bytes) != h->checksum) return 10;
+    return 0;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int c = static_cast<int>(v.capacity);
+    bool bad = false;
+    const std::int32_t live = v.live(bad);
+    const std::int64_t slots = v.slots();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const int r) {
+      ExchangePlan p{nullptr, -1, 0, 0};
+      std::int32_t code = 0;
+      if (bad) {
+        code = 5;
+      } else if (r < live) {
+        const std::int64_t slot = v.source_slots(r), row = v.destination_slots(r);
+        p.key = v.prefix_keys(r);
+        p.endpoint = v.expected_consumed(r);
+        if (slot >= 0 && slot < c) p.slot = slot;
+        if (row > 0 && row < slots) p.row = v.pool + row * v.row_bytes;
+        if (v.operation(r) != op_import) {
+          code = 1;
+        } else if (p.row == nullptr || p.slot < 0) {
+          code = 2;
+        } else {
+          for (int q = 0; q < v.peer_count && code == 0; ++q) code = check_record(r, q, p);
+          if (code == 0 && (row_users(row) > 1 || slot_users(p.slot) > 1)) code = 4;
+        }
+      }
+      v.errors(r) = code;
+      v.plan(r) = p;
+    });
+    team.team_barrier();
+    // Everything counted or summed for this batch back to 0 for the next.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
+      for (int q = 0; q < v.peer_count; ++q) v.sums(std::int64_t(r) * v.peer_count + q) = 0;
+      const std::int64_t slot = v.source_slots(r), row = v.destination_slots(r);
+      if (row > 0 && row < slots) row_users(row) = 0;
+      if (slot >= 0 && slot < c) slot_users(slot) = 0;
+    });
+    team.team_barrier();
+    const auto kind = [&](const int r) { return v.errors(r) == 0 ? 1 : 0; };
+    list_rows(team, kind, v.moves, live, c);
+  }
+};
+
+/// Import's apply: the listed rows' payload chunks into their rows.
+template <class ExecutionSpace>
+struct ImportApplyFunctor {
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
+  using member_type = typename policy_type::member_type;
+  ExchangeViews<typename ExecutionSpace::memory_space> v;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
+    const std::int64_t total = std::int64_t(v.moves(move_count)) * chunks;
+    for (std::int64_t u = team.league_rank(); u < total; u += team.league_size()) {
+      const std::int64_t k = u / chunks, ci = u - k * chunks;
+      const std::int32_t r = v.moves(move_rows + k);
+      if (v.errors(r) != 0) continue;  // refused across the group since validate()
+      const ExchangeChunk ch = v.chunks(ci);
+      const PeerEntry pe = v.peers(ch.peer);
+      const ExchangePlan p = v.plan(r);
+      const std::uint8_t* src = pe.wire + p.slot * pe.record_bytes + pe.header_bytes + ch.payload_offset;
+      team_move(team, p.row + ch.row_offset, src, ch.length);
+    }
+  }
+};
+
+}  // namespace statexfer::impl
+
+#endif

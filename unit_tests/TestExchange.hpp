@@ -1,0 +1,459 @@
+#ifndef STATEXFER_TEST_EXCHANGE_HPP
+#define STATEXFER_TEST_EXCHANGE_HPP
+
+// Prefill/decode moves (docs/CONTRACT.md §16, §17) between groups of every TP
+// size pair in {1, 2, 4, 8}, in one process (a source rank's wire buffer for
+// a destination rank is the destination rank's buffer from it): every
+// imported row equals the oracle's shard of the whole row (test_common/
+// reshard.hpp), every record's checksum the oracle's, and each fault (a
+// flipped payload byte, another model's layout, a stale key, a missing slice,
+// a wrong endpoint, a refused export, bad rows, two imports into one row, a
+// bad count) gets its code and writes nothing. Partly filled batches reuse
+// one export and import.
+
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <statexfer/statexfer.hpp>
+#include <test_common/models.hpp>
+#include <test_common/reshard.hpp>
+
+#include "common/batch_fixture.hpp"
+
+namespace {
+namespace exchange_test {
+
+namespace ft = statexfer::test;
+using Exec = TEST_EXECSPACE;
+using statexfer::Command;
+using statexfer::GroupRank;
+using statexfer::ModelLayout;
+using statexfer::ModelRegion;
+using statexfer::Segment;
+using statexfer::Split;
+
+// A small Mamba-2-like model: 8 heads, 2 groups (B and C replicated above TP 2), 4 KV heads.
+std::vector<ModelRegion> mini_regions(std::int64_t ssm_unit = 16) {
+  using statexfer::DType;
+  return {
+      {"consumed_tokens", DType::int64, 1, {{"endpoint", 1, 8, Split::replicated}}},
+      {"prefix_key", DType::int64, 1, {{"key", 1, 8, Split::replicated}}},
+      {"ssm", DType::float32, 3, {{"heads", 8, ssm_unit, Split::units}}},
+      {"conv", DType::bfloat16, 3, {{"x", 8, 12, Split::units}, {"B", 2, 6, Split::units}, {"C", 2, 6, Split::units}}},
+      {"kv", DType::uint8, 4, {{"kv_heads", 4, 8, Split::units}}}};
+}
+
+constexpr int default_capacity = 8;
+
+/// The whole rows of a batch: random bytes, the endpoint and key of command k.
+struct Wholes {
+  std::vector<std::vector<std::uint8_t>> rows;
+  std::vector<std::int64_t> endpoints, keys;
+};
+
+Wholes make_wholes(const ModelLayout& model, int n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Wholes w;
+  const statexfer::StateLayout whole = model.whole();
+  for (int k = 0; k < n; ++k) {
+    std::vector<std::uint8_t> row(static_cast<std::size_t>(whole.row_bytes()));
+    for (auto& b : row) b = static_cast<std::uint8_t>(rng());
+    const std::int64_t endpoint = 17 + 5 * k, key = 0x5eed0000 + k;
+    std::memcpy(row.data() + whole.region("consumed_tokens").offset, &endpoint, 8);
+    std::memcpy(row.data() + whole.region("prefix_key").offset, &key, 8);
+    w.rows.push_back(std::move(row));
+    w.endpoints.push_back(endpoint);
+    w.keys.push_back(key);
+  }
+  return w;
+}
+
+/// One prefill group (p ranks) and one decode group (d ranks) over one model, wired in process.
+struct Move {
+  ModelLayout model;
+  int p, d;
+  std::vector<statexfer::StatePool<Exec>> sources, destinations;
+  std::vector<statexfer::StateCommands<Exec>> export_commands, import_commands;
+  std::vector<std::vector<statexfer::WireBuffer<Exec>>> wire;  // [i][j]
+  std::vector<std::unique_ptr<statexfer::PreparedExport<Exec>>> exports;
+  std::vector<std::unique_ptr<statexfer::PreparedImport<Exec>>> imports;
+  std::int64_t rows;
+  int capacity;
+
+  Move(const ModelLayout& m, int p_, int d_, std::int64_t rows_ = default_capacity + 2,
+       int capacity_ = default_capacity)
+      : model(m), p(p_), d(d_), wire(static_cast<std::size_t>(p_)), rows(rows_), capacity(capacity_) {
+    for (int i = 0; i < p; ++i) {
+      sources.emplace_back(model.local(p, i), rows, 1);
+      export_commands.push_back(statexfer::StateCommands<Exec>::allocate(capacity));
+      for (int j = 0; j < d; ++j) {
+        const std::int64_t bytes = statexfer::record_bytes(model, {p, i}, {d, j});
+        wire[static_cast<std::size_t>(i)].push_back(
+            bytes > 0 ? statexfer::WireBuffer<Exec>("statexfer::test_wire", bytes * capacity)
+                      : statexfer::WireBuffer<Exec>());
+      }
+      exports.push_back(std::make_unique<statexfer::PreparedExport<Exec>>(sources.back(), export_commands.back(), model,
+                                                                          GroupRank{p, i}, d, wire[i]));
+      exports.back()->prepare(Exec());
+    }
+    for (int j = 0; j < d; ++j) {
+      destinations.emplace_back(model.local(d, j), rows, 1);
+      import_commands.push_back(statexfer::StateCommands<Exec>::allocate(capacity));
+      std::vector<statexfer::WireBuffer<Exec>> from;
+      for (int i = 0; i < p; ++i) from.push_back(wire[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
+      imports.push_back(std::make_unique<statexfer::PreparedImport<Exec>>(destinations.back(), import_commands.back(),
+                                                                          model, p, GroupRank{d, j}, from));
+      imports.back()->prepare(Exec());
+    }
+  }
+
+  /// Source rows 1..n hold the shards of the whole rows.
+  void load_sources(const Wholes& w) {
+    for (int i = 0; i < p; ++i) {
+      auto image = ft::download(sources[static_cast<std::size_t>(i)].backing());
+      const std::int64_t rb = sources[static_cast<std::size_t>(i)].row_bytes();
+      for (std::size_t k = 0; k < w.rows.size(); ++k) {
+        const auto shard = ft::oracle_shard(model.regions(), w.rows[k], p, i);
+        std::memcpy(image.data() + (k + 1) * rb, shard.data(), shard.size());
+      }
+      ft::upload(sources[static_cast<std::size_t>(i)].backing(), image);
+    }
+  }
+
+  void run(const statexfer::StateCommands<Exec>& commands, const std::vector<Command>& batch, int count,
+           const std::function<void()>& validate, const std::function<void()>& apply) const {
+    statexfer::CommandBatch<Exec> b(capacity);
+    for (std::size_t k = 0; k < batch.size(); ++k) b.set(static_cast<std::int64_t>(k), batch[k]);
+    b.set_num_ops(count);
+    commands.upload(Exec(), b);
+    validate();
+    apply();
+    Exec().fence();
+  }
+
+  /// Every source rank exports `batch`; returns each rank's codes.
+  std::vector<std::vector<std::int32_t>> export_all(const std::vector<Command>& batch, int count) {
+    std::vector<std::vector<std::int32_t>> codes;
+    for (int i = 0; i < p; ++i) {
+      auto& e = *exports[static_cast<std::size_t>(i)];
+      run(
+          export_commands[static_cast<std::size_t>(i)], batch, count, [&] { e.validate(Exec()); },
+          [&] { e.apply(Exec()); });
+      codes.push_back(ft::download(export_commands[static_cast<std::size_t>(i)].errors));
+    }
+    return codes;
+  }
+  /// Every destination rank imports `batch`; returns each rank's codes.
+  std::vector<std::vector<std::int32_t>> import_all(const std::vector<Command>& batch, int count) {
+    std::vector<std::vector<std::int32_t>> codes;
+    for (int j = 0; j < d; ++j) {
+      auto& m = *imports[static_cast<std::size_t>(j)];
+      run(
+          import_commands[static_cast<std::size_t>(j)], batch, count, [&] { m.validate(Exec()); },
+          [&] { m.apply(Exec()); });
+      codes.push_back(ft::download(import_commands[static_cast<std::size_t>(j)].errors));
+    }
+    return codes;
+  }
+
+  std::vector<std::uint8_t> destination_row(int j, std::int64_t row) const {
+    const auto& pool = destinations[static_cast<std::size_t>(j)];
+    const auto all = ft::download(pool.backing());
+    return {all.begin() + row * pool.row_bytes(), all.begin() + (row + 1) * pool.row_bytes()};
+  }
+  std::vector<std::uint8_t> record(int i, int j, std::int64_t slot) const {
+    const auto all = ft::download(wire[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
+    const std::int64_t rb = statexfer::record_bytes(model, {p, i}, {d, j});
+    return {all.begin() + slot * rb, all.begin() + (slot + 1) * rb};
+  }
+  void patch_record(int i, int j, std::int64_t slot, std::int64_t offset, std::uint8_t x) {
+    auto& w = wire[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+    auto all = ft::download(w);
+    all[static_cast<std::size_t>(slot * statexfer::record_bytes(model, {p, i}, {d, j}) + offset)] ^= x;
+    ft::upload(w, all);
+  }
+};
+
+std::vector<Command> exports_of(const Wholes& w) {
+  std::vector<Command> batch;
+  for (std::size_t k = 0; k < w.rows.size(); ++k)
+    batch.push_back(
+        Command::export_row(static_cast<std::int64_t>(k) + 1, static_cast<std::int64_t>(k), w.endpoints[k], w.keys[k]));
+  return batch;
+}
+std::vector<Command> imports_of(const Wholes& w) {
+  std::vector<Command> batch;
+  for (std::size_t k = 0; k < w.rows.size(); ++k)
+    batch.push_back(
+        Command::import_row(static_cast<std::int64_t>(k), static_cast<std::int64_t>(k) + 1, w.endpoints[k], w.keys[k]));
+  return batch;
+}
+
+std::vector<std::int32_t> zeros(int capacity = default_capacity) { return std::vector<std::int32_t>(capacity, 0); }
+
+}  // namespace exchange_test
+
+// Every pair of TP sizes in {1, 2, 4, 8}: the imported rows are the oracle's
+// shards, each record's header and checksum what §17 says.
+TEST(TEST_CATEGORY, exchange_every_tp_pair_matches_the_oracle) {
+  using namespace exchange_test;
+  const ModelLayout model(mini_regions(), 2);
+  for (const int p : {1, 2, 4, 8})
+    for (const int d : {1, 2, 4, 8}) {
+      SCOPED_TRACE("prefill TP " + std::to_string(p) + ", decode TP " + std::to_string(d));
+      Move move(model, p, d);
+      const Wholes w = make_wholes(model, 5, 1000 + p * 10 + d);
+      move.load_sources(w);
+      for (const auto& codes : move.export_all(exports_of(w), 5)) EXPECT_EQ(codes, zeros());
+      // Every record: magic, fingerprint, geometry, status 0, and the oracle's checksum.
+      for (int i = 0; i < p; ++i)
+        for (int j = 0; j < d; ++j) {
+          if (statexfer::record_bytes(model, {p, i}, {d, j}) == 0) continue;
+          for (std::int64_t k = 0; k < 5; ++k) {
+            const auto rec = move.record(i, j, k);
+            std::uint32_t magic;
+            std::uint64_t fingerprint, checksum;
+            std::int32_t geometry[6];
+            std::int64_t payload;
+            std::memcpy(&magic, rec.data(), 4);
+            std::memcpy(&fingerprint, rec.data() + 8, 8);
+            std::memcpy(geometry, rec.data() + 32, 24);
+            std::memcpy(&payload, rec.data() + 56, 8);
+            std::memcpy(&checksum, rec.data() + 64, 8);
+            EXPECT_EQ(magic, 0x52585453u);
+            EXPECT_EQ(fingerprint, model.fingerprint());
+            EXPECT_EQ(geometry[0], p);
+            EXPECT_EQ(geometry[1], i);
+            EXPECT_EQ(geometry[2], d);
+            EXPECT_EQ(geometry[3], j);
+            EXPECT_EQ(geometry[4], 0) << "status";
+            EXPECT_EQ(geometry[5], model.segment_count());
+            const std::int64_t header = statexfer::record_header_bytes(model);
+            EXPECT_EQ(checksum, ft::oracle_checksum(rec.data(), header, payload)) << "rank " << i << " -> " << j;
+          }
+        }
+      for (const auto& codes : move.import_all(imports_of(w), 5)) EXPECT_EQ(codes, zeros());
+      for (int j = 0; j < d; ++j)
+        for (std::int64_t k = 0; k < 5; ++k)
+          EXPECT_EQ(move.destination_row(j, k + 1), ft::oracle_shard(model.regions(), w.rows[k], d, j))
+              << "decode rank " << j << ", row " << k + 1;
+    }
+}
+
+// Each fault gets its code on the decode side and writes nothing there.
+TEST(TEST_CATEGORY, exchange_faults_are_refused_and_write_nothing) {
+  using namespace exchange_test;
+  const ModelLayout model(mini_regions(), 2);
+  const int p = 4, d = 2;  // groups 2: B and C replicated on the prefill side
+  Move move(model, p, d);
+  const Wholes w = make_wholes(model, 4, 77);
+  move.load_sources(w);
+  const auto fresh = [&] {
+    for (auto& pool : move.destinations) Kokkos::deep_copy(pool.backing(), 0);
+    for (const auto& codes : move.export_all(exports_of(w), 4)) ASSERT_EQ(codes, zeros());
+  };
+  const auto untouched = [&](std::int64_t row) {
+    for (int j = 0; j < d; ++j)
+      EXPECT_EQ(move.destination_row(j, row), std::vector<std::uint8_t>(move.destinations[j].row_bytes(), 0))
+          << "decode rank " << j << " row " << row;
+  };
+  const auto expect_codes = [&](const std::vector<Command>& batch, int count, std::vector<std::int32_t> want) {
+    want.resize(default_capacity, 0);
+    const auto codes = move.import_all(batch, count);
+    for (int j = 0; j < d; ++j) EXPECT_EQ(codes[static_cast<std::size_t>(j)], want) << "decode rank " << j;
+  };
+  const std::int64_t header = statexfer::record_header_bytes(model);
+
+  fresh();  // a payload byte flipped in flight (rank 1 -> 0, row 0)
+  move.patch_record(1, 0, 0, header + 3, 0x10);
+  const auto codes = move.import_all(imports_of(w), 4);
+  EXPECT_EQ(codes[0], (std::vector<std::int32_t>{10, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(codes[1], zeros()) << "rank 1 of the decode group never reads that record";
+  EXPECT_EQ(move.destination_row(0, 1), std::vector<std::uint8_t>(move.destinations[0].row_bytes(), 0));
+
+  fresh();  // another model's layout: the fingerprint of rank 0's record for decode rank 0 differs
+  move.patch_record(0, 0, 1, 8, 0x01);
+  {
+    const auto c = move.import_all(imports_of(w), 4);
+    EXPECT_EQ(c[0], (std::vector<std::int32_t>{0, 8, 0, 0, 0, 0, 0, 0}));
+    EXPECT_EQ(c[1], zeros()) << "rank 0 of the prefill group sends decode rank 1 nothing";
+    EXPECT_EQ(move.destination_row(0, 2), std::vector<std::uint8_t>(move.destinations[0].row_bytes(), 0));
+  }
+
+  fresh();  // a stale key and a wrong endpoint
+  auto batch = imports_of(w);
+  batch[2].prefix_key += 1;
+  batch[3].expected_consumed += 1;
+  expect_codes(batch, 4, {0, 0, 9, 9});
+  untouched(3);
+  untouched(4);
+
+  fresh();  // a missing slice: the first nonempty range of a record emptied
+  for (int g = 0; g < model.segment_count(); ++g) {
+    const auto rec = move.record(2, 1, 0);
+    std::int32_t range[2];
+    std::memcpy(range, rec.data() + 80 + 16 * g + 4, 8);
+    if (range[1] > range[0]) {
+      const std::int32_t begin = range[0];
+      for (int b = 0; b < 4; ++b)
+        move.patch_record(2, 1, 0, 80 + 16 * g + 8 + b,
+                          static_cast<std::uint8_t>(((range[1] ^ begin) >> (8 * b)) & 0xff));
+      break;
+    }
+  }
+  {
+    const auto c = move.import_all(imports_of(w), 4);
+    EXPECT_EQ(c[1][0], 11);
+    EXPECT_EQ(c[0][0], 0) << "decode rank 0's records are whole (a group would combine the codes, §9)";
+    EXPECT_EQ(move.destination_row(1, 1), std::vector<std::uint8_t>(move.destinations[1].row_bytes(), 0));
+  }
+
+  // An export refused at the source (a wrong endpoint): status 3 in its records, code 9 on import.
+  for (auto& pool : move.destinations) Kokkos::deep_copy(pool.backing(), 0);
+  auto bad_export = exports_of(w);
+  bad_export[1].expected_consumed += 2;
+  for (const auto& c : move.export_all(bad_export, 4))
+    EXPECT_EQ(c, (std::vector<std::int32_t>{0, 3, 0, 0, 0, 0, 0, 0}));
+  expect_codes(imports_of(w), 4, {0, 9});
+  untouched(2);
+
+  // Bad rows, two imports into one row, a bad count.
+  fresh();
+  batch = imports_of(w);
+  batch[0].destination = move.rows + 3;  // past the pool
+  batch[2].destination = 4;              // the row of command 3 too
+  expect_codes(batch, 4, {2, 0, 4, 4});
+  untouched(3);
+  untouched(4);
+  expect_codes(imports_of(w), -1, std::vector<std::int32_t>(default_capacity, 5));
+  batch = imports_of(w);
+  batch[1].operation = statexfer::op_export;
+  expect_codes(batch, 2, {0, 1});
+}
+
+// One export and one import reused: a full batch, then partly filled ones (rows
+// past the count carry junk), and an empty one.
+TEST(TEST_CATEGORY, exchange_partial_batches_reuse_one_move) {
+  using namespace exchange_test;
+  const ModelLayout model(mini_regions(), 2);
+  Move move(model, 2, 4);
+  const Wholes w = make_wholes(model, default_capacity, 5);
+  move.load_sources(w);
+  for (const auto& c : move.export_all(exports_of(w), default_capacity)) EXPECT_EQ(c, zeros());
+  for (const auto& c : move.import_all(imports_of(w), default_capacity)) EXPECT_EQ(c, zeros());
+  for (const int live : {3, 1, 0}) {
+    const Wholes v = make_wholes(model, default_capacity, 100 + live);
+    move.load_sources(v);
+    for (auto& pool : move.destinations) Kokkos::deep_copy(pool.backing(), 0);
+    for (const auto& c : move.export_all(exports_of(v), live)) EXPECT_EQ(c, zeros());
+    for (const auto& c : move.import_all(imports_of(v), live)) EXPECT_EQ(c, zeros());
+    for (int j = 0; j < 4; ++j)
+      for (std::int64_t k = 0; k < default_capacity; ++k) {
+        const auto want = k < live ? ft::oracle_shard(model.regions(), v.rows[k], 4, j)
+                                   : std::vector<std::uint8_t>(move.destinations[j].row_bytes(), 0);
+        EXPECT_EQ(move.destination_row(j, k + 1), want) << "live " << live << ", rank " << j << ", row " << k + 1;
+      }
+  }
+}
+
+// The layouts: every unit of a decode rank comes from exactly one prefill
+// rank, the fingerprint follows the description, the constructors name what
+// they refuse.
+TEST(TEST_CATEGORY, exchange_layouts_and_construction) {
+  using namespace exchange_test;
+  const ModelLayout model(mini_regions(), 2);
+  for (const int p : {1, 2, 4, 8})
+    for (const int d : {1, 2, 4, 8})
+      for (int j = 0; j < d; ++j)
+        for (int g = 0; g < model.segment_count(); ++g) {
+          const auto [a, b] = model.held(g, d, j);
+          std::vector<int> senders(static_cast<std::size_t>(b - a), 0);
+          for (int i = 0; i < p; ++i) {
+            const statexfer::SliceRange s = model.slices(p, i, d, j)[static_cast<std::size_t>(g)];
+            const auto [ha, hb] = model.held(g, p, i);
+            EXPECT_LE(s.begin, s.end);
+            if (s.end > s.begin) {
+              EXPECT_TRUE(s.begin >= a && s.end <= b && s.begin >= ha && s.end <= hb) << "a sender sends what it holds";
+            }
+            for (std::int64_t u = s.begin; u < s.end; ++u) ++senders[static_cast<std::size_t>(u - a)];
+          }
+          for (const int n : senders) EXPECT_EQ(n, 1) << "p " << p << ", d " << d << ", j " << j << ", segment " << g;
+        }
+  for (const int tp : {1, 2, 4, 8})
+    for (int r = 0; r < tp; ++r)
+      EXPECT_EQ(model.local(tp, r).row_bytes(), ft::oracle_row_bytes(model.regions(), tp, r));
+  EXPECT_EQ(model.fingerprint(), ModelLayout(mini_regions(), 2).fingerprint());
+  EXPECT_NE(model.fingerprint(), ModelLayout(mini_regions(20), 2).fingerprint());
+  EXPECT_NE(model.fingerprint(), ModelLayout(mini_regions(), 4).fingerprint());
+  EXPECT_FALSE(model.splits(3));
+  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>([&] { (void)model.local(3, 0); }, {"tp", "3", "heads"}));
+  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>([&] { (void)model.local(2, 2); }, {"rank", "0..1"}));
+  auto regions = mini_regions();
+  regions[3].segments[1].unit_bytes = 5;  // not a whole number of bf16
+  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>([&] { ModelLayout(regions, 2); }, {"segment 'B'", "conv"}));
+  regions = mini_regions();
+  regions[4].name = "ssm";
+  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>([&] { ModelLayout(regions, 2); }, {"'ssm'", "twice"}));
+  // A pool of another rank's layout, too few wire buffers, a wire too small.
+  const statexfer::StatePool<Exec> pool(model.local(2, 0), 4, 1);
+  const auto commands = statexfer::StateCommands<Exec>::allocate(default_capacity);
+  std::vector<statexfer::WireBuffer<Exec>> wires(2);
+  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>(
+      [&] {
+        statexfer::PreparedExport<Exec>(pool, commands, model, {4, 0}, 2, wires);
+      },
+      {"PreparedExport", "layout"}));
+  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>(
+      [&] {
+        statexfer::PreparedExport<Exec>(pool, commands, model, {2, 0}, 1, wires);
+      },
+      {"PreparedExport", "wires"}));
+  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>(
+      [&] {
+        statexfer::PreparedImport<Exec>(pool, commands, model, 2, {2, 0}, wires);
+      },
+      {"PreparedImport", "wires[0]"}));
+}
+
+// The models of perf_tests/MODELS.md split at TP 1, 2, 4 and 8: their whole
+// row is the row MODELS.md counts plus consumed_tokens and one page region an
+// attention layer, every rank's row the oracle's. Granite's one group (B and C
+// replicated on every rank, vLLM #55208's case) moves from TP 4 to TP 2 whole.
+TEST(TEST_CATEGORY, exchange_real_models) {
+  using namespace exchange_test;
+  for (const auto& m : statexfer::models::all()) {
+    SCOPED_TRACE(m.name);
+    const ModelLayout model(statexfer::models::model_regions(m, 16, false), 16);
+    const statexfer::StateLayout whole = model.whole();
+    std::int64_t regions_bytes = 0;
+    for (const statexfer::Region& r : whole.regions()) regions_bytes += r.nbytes;
+    EXPECT_EQ(regions_bytes, 8 + m.row_bytes() + m.attention_layers * m.page_bytes(16));
+    for (const int tp : {1, 2, 4, 8}) {
+      ASSERT_TRUE(model.splits(tp)) << "TP " << tp;
+      for (int r = 0; r < tp; ++r)
+        EXPECT_EQ(model.local(tp, r).row_bytes(), ft::oracle_row_bytes(model.regions(), tp, r));
+    }
+  }
+  const ModelLayout granite(statexfer::models::model_regions(statexfer::models::find("granite-4.0-h-small"), 16, true),
+                            16);
+  Move move(granite, 4, 2, 3, 1);
+  const Wholes w = make_wholes(granite, 1, 55208);
+  move.load_sources(w);
+  for (const auto& codes : move.export_all(exports_of(w), 1)) EXPECT_EQ(codes, zeros(1));
+  for (const auto& codes : move.import_all(imports_of(w), 1)) EXPECT_EQ(codes, zeros(1));
+  for (int j = 0; j < 2; ++j)
+    EXPECT_TRUE(move.destination_row(j, 1) == ft::oracle_shard(granite.regions(), w.rows[0], 2, j)) << "rank " << j;
+}
+
+}  // namespace
+
+#endif
