@@ -9,9 +9,23 @@
 #     source package (cmake/fetch-kokkos.sh), patched the same way.
 # Built installs live under STATEXFER_DEPS_DIR, one per source, patch set and
 # backend set, and are reused by every build folder that asks for the same.
-
-set(STATEXFER_DEPS_DIR "${PROJECT_SOURCE_DIR}/.deps" CACHE PATH
-    "Where the bundled Kokkos sources and installs are kept")
+#
+# STATEXFER_DEPS_DIR is outside the source tree by default, in the user's cache
+# folder, so that every clone and build folder of one user shares the Kokkos
+# builds (a clean clone, as CI takes, finds the developer's): the environment
+# variable of that name, else $XDG_CACHE_HOME/statexfer/deps, else
+# ~/.cache/statexfer/deps, else .deps in the source tree.
+if(NOT "$ENV{STATEXFER_DEPS_DIR}" STREQUAL "")
+  set(_statexfer_deps_default "$ENV{STATEXFER_DEPS_DIR}")
+elseif(NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
+  set(_statexfer_deps_default "$ENV{XDG_CACHE_HOME}/statexfer/deps")
+elseif(NOT "$ENV{HOME}" STREQUAL "")
+  set(_statexfer_deps_default "$ENV{HOME}/.cache/statexfer/deps")
+else()
+  set(_statexfer_deps_default "${PROJECT_SOURCE_DIR}/.deps")
+endif()
+set(STATEXFER_DEPS_DIR "${_statexfer_deps_default}" CACHE PATH
+    "Where the bundled Kokkos sources and installs are kept (shared by every clone and build folder)")
 set(STATEXFER_KOKKOS_SOURCE "" CACHE STRING
     "A Kokkos source to build instead of the bundled 3.4.01: a release tarball (.tar.gz, .tar.xz, .zip) or a source folder")
 set(STATEXFER_KOKKOS_REQUIRE_VERSION "" CACHE STRING
@@ -31,6 +45,13 @@ function(_statexfer_bundled_install name source_dir key out_prefix)
   string(SUBSTRING "${hash}" 0 12 hash)
   set(prefix "${STATEXFER_DEPS_DIR}/install/${name}-${hash}")
   set(${out_prefix} "${prefix}" PARENT_SCOPE)
+  if(EXISTS "${prefix}/.complete")
+    return()
+  endif()
+  # One configure at a time builds a given install; others wait for it and
+  # take it. Different installs build side by side.
+  file(MAKE_DIRECTORY "${STATEXFER_DEPS_DIR}/install")
+  file(LOCK "${prefix}.lock" GUARD FUNCTION TIMEOUT 7200)
   if(EXISTS "${prefix}/.complete")
     return()
   endif()
@@ -172,10 +193,15 @@ function(_statexfer_kokkos_args version out)
   list(APPEND args -DKokkos_ENABLE_TESTS=OFF -DKokkos_ENABLE_EXAMPLES=OFF)
   foreach(backend IN LISTS STATEXFER_KOKKOS_BACKENDS)
     string(TOUPPER "${backend}" backend)
-    if(NOT backend MATCHES "^(SERIAL|OPENMP|CUDA|HIP)$")
-      message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_BACKENDS: unknown backend '${backend}' (SERIAL, OPENMP, CUDA, HIP)")
+    if(NOT backend MATCHES "^(SERIAL|OPENMP|THREADS|CUDA|HIP)$")
+      message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_BACKENDS: unknown backend '${backend}' "
+                          "(SERIAL, OPENMP, THREADS, CUDA, HIP)")
     endif()
-    list(APPEND args -DKokkos_ENABLE_${backend}=ON)
+    if(backend STREQUAL "THREADS" AND version VERSION_LESS 4.0)
+      list(APPEND args -DKokkos_ENABLE_PTHREAD=ON)  # 3.x's name of the Threads backend
+    else()
+      list(APPEND args -DKokkos_ENABLE_${backend}=ON)
+    endif()
     if(backend STREQUAL "CUDA")
       if(NOT STATEXFER_CUDA_ARCH MATCHES "^(HOPPER90|AMPERE80)$")
         message(FATAL_ERROR "statexfer: STATEXFER_CUDA_ARCH must be HOPPER90 or AMPERE80, got '${STATEXFER_CUDA_ARCH}'")
@@ -237,8 +263,8 @@ else()
                         "(for example kokkos-4.6.01.tar.gz), or Kokkos_ROOT to an installed Kokkos")
   endif()
   file(MAKE_DIRECTORY "${STATEXFER_DEPS_DIR}")
-  # One configure at a time may fetch or build into the shared folder.
-  file(LOCK "${STATEXFER_DEPS_DIR}/.lock" GUARD FILE TIMEOUT 3600)
+  # One configure at a time fetches or extracts sources into the shared folder.
+  file(LOCK "${STATEXFER_DEPS_DIR}/.lock" TIMEOUT 3600)
   if(STATEXFER_KOKKOS_SOURCE)
     set(STATEXFER_KOKKOS_ORIGIN "source")
     _statexfer_kokkos_from_source("${STATEXFER_KOKKOS_SOURCE}" _kokkos_src _kokkos_version _stamp)
@@ -253,6 +279,7 @@ else()
     set(_kokkos_version 3.4.01)
     set(_kokkos_name kokkos)
   endif()
+  file(LOCK "${STATEXFER_DEPS_DIR}/.lock" RELEASE)
   _statexfer_kokkos_args(${_kokkos_version} _kokkos_args)
   _statexfer_bundled_install(${_kokkos_name} "${_kokkos_src}" "${_stamp};${CMAKE_CXX_COMPILER};${_kokkos_args}"
                              _kokkos_prefix ${_kokkos_args})
@@ -270,22 +297,46 @@ if(NOT STATEXFER_KOKKOS_REQUIRE_VERSION STREQUAL "" AND NOT Kokkos_VERSION MATCH
   message(FATAL_ERROR "statexfer: STATEXFER_KOKKOS_REQUIRE_VERSION is ${STATEXFER_KOKKOS_REQUIRE_VERSION}, "
                       "found Kokkos ${Kokkos_VERSION} at ${Kokkos_DIR}")
 endif()
+# The library is compiled (src/transfer_<backend>.cpp, src/combine_<backend>.cpp)
+# for every execution space of these backends the Kokkos has. Kokkos 3.x names
+# the Threads backend Pthread.
 kokkos_check(DEVICES Serial RETURN_VALUE STATEXFER_HAVE_SERIAL)
 kokkos_check(DEVICES OpenMP RETURN_VALUE STATEXFER_HAVE_OPENMP)
+kokkos_check(DEVICES Threads RETURN_VALUE STATEXFER_HAVE_THREADS)
+set(_statexfer_threads_name Threads)
+if(NOT STATEXFER_HAVE_THREADS AND Kokkos_VERSION VERSION_LESS 4.0)
+  kokkos_check(DEVICES Pthread RETURN_VALUE STATEXFER_HAVE_THREADS)
+  set(_statexfer_threads_name Pthread)
+endif()
 kokkos_check(DEVICES Cuda RETURN_VALUE STATEXFER_HAVE_CUDA)
 kokkos_check(DEVICES HIP RETURN_VALUE STATEXFER_HAVE_HIP)
 if(STATEXFER_HAVE_CUDA AND Kokkos_VERSION VERSION_LESS 4.0)
   kokkos_check(OPTIONS CUDA_LAMBDA)   # always on from 4.0
 endif()
+# The other backends have no instantiation: a Kokkos with one of them (its
+# default execution space, or one a caller names) would fail only at link time.
+foreach(_device HPX SYCL OpenMPTarget OpenACC)
+  kokkos_check(DEVICES ${_device} RETURN_VALUE _statexfer_has_other)
+  if(_statexfer_has_other)
+    message(FATAL_ERROR "statexfer: the Kokkos at ${Kokkos_DIR} has the ${_device} backend, which statexfer does not "
+                        "support: the library is compiled for Serial, OpenMP, Threads, Cuda and HIP only. Build "
+                        "against a Kokkos without ${_device} (Kokkos_ROOT), or let statexfer build one "
+                        "(STATEXFER_KOKKOS_BACKENDS).")
+  endif()
+endforeach()
 set(STATEXFER_KOKKOS_DEVICES "")
-foreach(_device Serial OpenMP Cuda HIP)
+foreach(_device Serial OpenMP Threads Cuda HIP)
   string(TOUPPER "${_device}" _upper)
   if(STATEXFER_HAVE_${_upper})
+    if(_device STREQUAL "Threads")
+      set(_device ${_statexfer_threads_name})  # the name the package config checks again
+    endif()
     list(APPEND STATEXFER_KOKKOS_DEVICES ${_device})
   endif()
 endforeach()
 message(STATUS "statexfer: Kokkos ${Kokkos_VERSION} (${STATEXFER_KOKKOS_ORIGIN}, ${Kokkos_DIR}); Serial ${STATEXFER_HAVE_SERIAL}, "
-               "OpenMP ${STATEXFER_HAVE_OPENMP}, Cuda ${STATEXFER_HAVE_CUDA}, HIP ${STATEXFER_HAVE_HIP}")
+               "OpenMP ${STATEXFER_HAVE_OPENMP}, Threads ${STATEXFER_HAVE_THREADS}, Cuda ${STATEXFER_HAVE_CUDA}, "
+               "HIP ${STATEXFER_HAVE_HIP}")
 
 if(STATEXFER_ENABLE_KOKKOSKERNELS)
   if(STATEXFER_KOKKOS_ORIGIN STREQUAL "bundled")

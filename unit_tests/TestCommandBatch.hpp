@@ -1,10 +1,10 @@
 #ifndef STATEXFER_TEST_COMMAND_BATCH_HPP
 #define STATEXFER_TEST_COMMAND_BATCH_HPP
 
-// The host side of a batch (commands.hpp): Command's named constructors,
-// CommandBatch, and StateCommands::upload(), which must put the batch's rows
-// and num_ops into the device arrays in one copy, at capacities 1, odd-sized
-// batches and 4096.
+// The host side of a batch (commands.hpp): CommandBatch, and
+// StateCommands::upload(), which must put the batch's rows and num_ops into the
+// device arrays in one copy, at capacities 1, odd-sized batches and 4096.
+// Command's named constructors: unit_tests/pure/TestCommandValues.cpp.
 
 #include <gtest/gtest.h>
 
@@ -24,26 +24,6 @@ namespace {
 
 using Exec = TEST_EXECSPACE;
 using statexfer::Command;
-
-TEST(TEST_CATEGORY, command_batch_named_commands) {
-  const auto expect = [](const Command& c, std::int64_t slot, std::int64_t src, std::int64_t dst, std::int32_t op,
-                         std::int64_t end, std::int64_t key) {
-    EXPECT_EQ(c.request_slot, slot);
-    EXPECT_EQ(c.source, src);
-    EXPECT_EQ(c.destination, dst);
-    EXPECT_EQ(c.operation, op);
-    EXPECT_EQ(c.expected_consumed, end);
-    EXPECT_EQ(c.prefix_key, key);
-  };
-  expect(Command::snapshot(2, 3, 9, 17, 5), 2, 3, 9, statexfer::op_copy, 17, 5);
-  expect(Command::restore(2, 9, 3, 17, 5), 2, 9, 3, statexfer::op_copy, 17, 5);
-  expect(Command::reset(2, 3), 2, -1, 3, statexfer::op_reset, 0, 0);
-  expect(Command::offload(9, 1, 17, 5), -1, 9, 1, statexfer::op_offload, 17, 5);
-  expect(Command::onload(1, 9, 17, 5), -1, 1, 9, statexfer::op_onload, 17, 5);
-  expect(Command::restore_from_host(2, 1, 3, 17, 5), 2, 1, 3, statexfer::op_restore_from_host, 17, 5);
-  expect(Command::commit(2, 17), 2, -1, -1, statexfer::op_commit, 17, 0);
-  expect(Command{}, -1, -1, -1, statexfer::op_copy, -1, 0);
-}
 
 TEST(TEST_CATEGORY, command_batch_refuses_what_it_cannot_hold) {
   using Batch = statexfer::CommandBatch<Exec>;

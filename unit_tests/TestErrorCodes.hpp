@@ -1012,41 +1012,6 @@ TEST(TEST_CATEGORY, error_codes_apply_acts_on_the_validated_plan) {
   }
 }
 
-// ----------------------------------------------------------------------- names
-
-TEST(TEST_CATEGORY, error_codes_names) {
-  using statexfer::CommandError;
-  const char* names[] = {"none",
-                         "invalid_operation",
-                         "invalid_slots",
-                         "invalid_endpoint",
-                         "alias_conflict",
-                         "invalid_count",
-                         "invalid_page",
-                         "row_in_use",
-                         "layout_mismatch",
-                         "record_mismatch",
-                         "checksum_mismatch",
-                         "coverage_mismatch"};
-  for (std::int32_t code = 0; code <= 11; ++code) {
-    EXPECT_STREQ(statexfer::command_error_name(code), names[code]) << code;
-    EXPECT_STREQ(statexfer::to_string(static_cast<CommandError>(code)), names[code]) << code;
-  }
-  EXPECT_EQ(static_cast<std::int32_t>(CommandError::none), 0);
-  EXPECT_EQ(static_cast<std::int32_t>(CommandError::invalid_operation), 1);
-  EXPECT_EQ(static_cast<std::int32_t>(CommandError::invalid_slots), 2);
-  EXPECT_EQ(static_cast<std::int32_t>(CommandError::invalid_endpoint), 3);
-  EXPECT_EQ(static_cast<std::int32_t>(CommandError::alias_conflict), 4);
-  EXPECT_EQ(static_cast<std::int32_t>(CommandError::invalid_count), 5);
-  EXPECT_EQ(static_cast<std::int32_t>(CommandError::invalid_page), 6);
-  EXPECT_EQ(static_cast<std::int32_t>(CommandError::row_in_use), 7);
-  for (std::int32_t code :
-       {-1, 12, 77, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()}) {
-    EXPECT_STREQ(statexfer::command_error_name(code), "unknown") << code;
-    EXPECT_STREQ(statexfer::to_string(static_cast<CommandError>(code)), "unknown") << code;
-  }
-}
-
 }  // namespace
 
 #endif

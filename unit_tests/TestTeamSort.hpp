@@ -6,7 +6,9 @@
 // and the bitonic network of our own, which only a Kokkos 3.x build without
 // Kokkos Kernels would use, each sort key arrays of every length a chunk can
 // have (and odd ones: the network pads to a power of two) by one team; both
-// must give what std::sort gives.
+// must give what std::sort gives. On Kokkos 3.x builds this pins the behaviour
+// the library takes from KokkosKernels::Impl::TeamBitonicSort, an internal of
+// Kokkos Kernels (src/impl/team_sort.hpp says why it is used).
 
 #include <gtest/gtest.h>
 

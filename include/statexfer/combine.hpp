@@ -167,6 +167,9 @@ extern template class ErrorCombiner<Kokkos::Serial>;
 #ifdef KOKKOS_ENABLE_OPENMP
 extern template class ErrorCombiner<Kokkos::OpenMP>;
 #endif
+#ifdef KOKKOS_ENABLE_THREADS
+extern template class ErrorCombiner<Kokkos::Threads>;
+#endif
 #ifdef KOKKOS_ENABLE_CUDA
 extern template class ErrorCombiner<Kokkos::Cuda>;
 #endif

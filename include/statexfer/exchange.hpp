@@ -105,6 +105,10 @@ extern template class PreparedImport<Kokkos::Serial>;
 extern template class PreparedExport<Kokkos::OpenMP>;
 extern template class PreparedImport<Kokkos::OpenMP>;
 #endif
+#ifdef KOKKOS_ENABLE_THREADS
+extern template class PreparedExport<Kokkos::Threads>;
+extern template class PreparedImport<Kokkos::Threads>;
+#endif
 #ifdef KOKKOS_ENABLE_CUDA
 extern template class PreparedExport<Kokkos::Cuda>;
 extern template class PreparedImport<Kokkos::Cuda>;

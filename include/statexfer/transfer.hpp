@@ -178,6 +178,9 @@ extern template class PreparedStateTransfer<Kokkos::Serial>;
 #ifdef KOKKOS_ENABLE_OPENMP
 extern template class PreparedStateTransfer<Kokkos::OpenMP>;
 #endif
+#ifdef KOKKOS_ENABLE_THREADS
+extern template class PreparedStateTransfer<Kokkos::Threads>;
+#endif
 #ifdef KOKKOS_ENABLE_CUDA
 extern template class PreparedStateTransfer<Kokkos::Cuda>;
 #endif

@@ -4,6 +4,15 @@
 // The team sort of the sorted validation (validate_sorted_kernel.hpp): uint64
 // keys sorted in place by one team, with Kokkos 4's sort_team, else Kokkos
 // Kernels' TeamBitonicSort (Kokkos 3.x), else a bitonic network of our own.
+//
+// Kokkos Kernels 3.4.01 offers no team sort outside its Impl namespace: all of
+// KokkosKernels_Sorting.hpp, the host-side bitonicSort included, is
+// KokkosKernels::Impl. What this file relies on is that TeamBitonicSort,
+// called by every thread of a team (its vector length 1), sorts `n` keys of any
+// length, not only powers of two, in place in ascending order, duplicates and
+// the all-ones "absent" key included. unit_tests/TestTeamSort.hpp pins exactly
+// that against std::sort on every backend of the Kokkos 3.4.01 builds, so that
+// a Kokkos Kernels release that changes it fails there.
 
 #include <Kokkos_Core.hpp>
 

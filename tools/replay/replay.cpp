@@ -52,6 +52,11 @@ std::vector<Backend> backends() {
 #else
       {"openmp", nullptr},
 #endif
+#ifdef KOKKOS_ENABLE_THREADS
+      {"threads", &run_case<Kokkos::Threads>},
+#else
+      {"threads", nullptr},
+#endif
 #ifdef KOKKOS_ENABLE_CUDA
       {"cuda", &run_case<Kokkos::Cuda>},
 #else
@@ -177,7 +182,8 @@ int main_impl(int argc, char* argv[]) {
   app.add_option("case", opt.case_path, "A case folder (with case.json), or a folder of cases")->required();
   app.add_option("--out", opt.out_dir, "Write the outputs here (one sub-folder per case for a folder of cases)");
   app.add_flag("--check", opt.check, "Compare with each case's expected/; exit 1 if any differs");
-  app.add_option("--backend", opt.backend, "serial, openmp, cuda, hip or default (Kokkos' default execution space)")
+  app.add_option("--backend", opt.backend,
+                 "serial, openmp, threads, cuda, hip or default (Kokkos' default execution space)")
       ->capture_default_str();
   app.add_flag("--quiet,-q", opt.quiet, "Print only failures");
   app.add_flag("--fused", opt.fused, "Run each batch with validate_and_apply() instead of validate() then apply()");
@@ -222,7 +228,7 @@ int main_impl(int argc, char* argv[]) {
         backend_name = b.name;
       }
     if (!known) {
-      std::cerr << prog << "unknown backend '" << opt.backend << "' (serial, openmp, cuda, hip or default)\n";
+      std::cerr << prog << "unknown backend '" << opt.backend << "' (serial, openmp, threads, cuda, hip or default)\n";
       return 2;
     }
     if (!run) {

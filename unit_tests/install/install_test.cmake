@@ -5,6 +5,7 @@
 #   -DSTATEXFER_EXAMPLE    examples/round_trip.cpp
 #   -DWORK_DIR             scratch folder (emptied first)
 #   -DGENERATOR -DCXX_COMPILER -DBUILD_TYPE   the same toolchain as the build
+#   -DCXX_LAUNCHER         the build's compiler launcher (ccache), if any
 #   -DCONSUMER_FLAGS       compile and link flags the installed library needs
 #                          besides its targets' (sanitizer and fuzzer builds)
 
@@ -41,8 +42,12 @@ endforeach()
 
 # Only the prefix: the consumer must find statexfer (and, through its package
 # config, the Kokkos it was built with) from the installed files alone.
+set(_launcher)
+if(CXX_LAUNCHER)
+  set(_launcher "-DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_LAUNCHER}")
+endif()
 run_step("configure the consumer" "${CMAKE_COMMAND}" -S "${CMAKE_CURRENT_LIST_DIR}" -B "${_build}" -G "${GENERATOR}"
-         "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}" "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}" "-DCMAKE_PREFIX_PATH=${_prefix}"
+         "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}" ${_launcher} "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}" "-DCMAKE_PREFIX_PATH=${_prefix}"
          "-DSTATEXFER_EXAMPLE=${STATEXFER_EXAMPLE}" "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}"
          "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
 run_step("build the consumer" "${CMAKE_COMMAND}" --build "${_build}" --config "${BUILD_TYPE}")

@@ -232,6 +232,10 @@ int main(int argc, char* argv[]) {
     failures += check<Kokkos::OpenMP>(MPI_COMM_WORLD, rank, ranks);
     failures += check_commits<Kokkos::OpenMP>(MPI_COMM_WORLD, rank, ranks);
 #endif
+#ifdef KOKKOS_ENABLE_THREADS
+    failures += check<Kokkos::Threads>(MPI_COMM_WORLD, rank, ranks);
+    failures += check_commits<Kokkos::Threads>(MPI_COMM_WORLD, rank, ranks);
+#endif
 #ifdef KOKKOS_ENABLE_CUDA
     failures += check<Kokkos::Cuda>(MPI_COMM_WORLD, rank, ranks);
     failures += check_commits<Kokkos::Cuda>(MPI_COMM_WORLD, rank, ranks);

@@ -1,10 +1,9 @@
-#ifndef STATEXFER_TEST_LAUNCH_PLAN_HPP
-#define STATEXFER_TEST_LAUNCH_PLAN_HPP
-
 // The choice of launches (src/impl/launch_plan.hpp) as the pure function it
 // is: shapes, device limits (an H200's and a host's, written out here) and
 // options in, a LaunchPlan out, so that every design and every rule of the
-// defaults is reached on every backend, whatever device the tests run on.
+// defaults is reached whatever device the tests run on. Compiled once
+// (unit_tests/pure); what a transfer on each backend takes from its options:
+// TestLaunchDesign.hpp.
 
 #include <gtest/gtest.h>
 
@@ -51,7 +50,7 @@ si::PlanShape shape(std::int64_t c, std::int64_t row) {
   return {c, (row + tile - 1) / tile, row < tile ? row : tile, row};
 }
 
-TEST(TEST_CATEGORY, launch_plan_gpu_defaults) {
+TEST(pure, launch_plan_gpu_defaults) {
   const si::DeviceLimits d = gpu_limits();
   const TransferOptions o;
   // tiny-c4: the flat grid of validate_and_apply (Kokkos 4, up to 8 commands, 256 MiB).
@@ -114,7 +113,7 @@ TEST(TEST_CATEGORY, launch_plan_gpu_defaults) {
   EXPECT_EQ(p.fused_rounds, 1);
 }
 
-TEST(TEST_CATEGORY, launch_plan_persistent_grid_for_remapping_commits) {
+TEST(pure, launch_plan_persistent_grid_for_remapping_commits) {
   const TransferOptions o;
   for (const std::int64_t c : {1, 8, 64, 128}) {
     SCOPED_TRACE(c);
@@ -141,7 +140,7 @@ TEST(TEST_CATEGORY, launch_plan_persistent_grid_for_remapping_commits) {
   }
 }
 
-TEST(TEST_CATEGORY, launch_plan_every_design_from_options) {
+TEST(pure, launch_plan_every_design_from_options) {
   for (const bool host : {false, true}) {
     SCOPED_TRACE(host ? "host" : "gpu");
     const si::DeviceLimits d = host ? host_limits() : gpu_limits();
@@ -213,7 +212,7 @@ TEST(TEST_CATEGORY, launch_plan_every_design_from_options) {
   }
 }
 
-TEST(TEST_CATEGORY, launch_plan_host_defaults) {
+TEST(pure, launch_plan_host_defaults) {
   const statexfer::LaunchPlan p = si::choose_launch_plan(shape(16, 1 << 20), host_limits(), TransferOptions{});
   EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
   EXPECT_EQ(p.compact_teams, 2) << "a team a thread";
@@ -226,5 +225,3 @@ TEST(TEST_CATEGORY, launch_plan_host_defaults) {
 }
 
 }  // namespace
-
-#endif
