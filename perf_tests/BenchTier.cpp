@@ -34,16 +34,6 @@ constexpr std::int64_t KiB = 1024, MiB = 1024 * KiB;
 
 enum class Batch { snapshots4, offload1, mixed_offload, onload1, mixed_onload };
 
-// consumed_tokens (offset 0 of the workload's rows) of row `row` of `backing`.
-template <class Backing>
-std::int64_t consumed_of(const Backing& backing, std::int64_t row) {
-  std::int64_t value = 0;
-  Kokkos::deep_copy(Kokkos::View<std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                        reinterpret_cast<std::uint8_t*>(&value), sizeof value),
-                    Kokkos::subview(backing, row, std::make_pair(std::size_t(0), sizeof value)));
-  return value;
-}
-
 void run(benchmark::State& state, const Shape& shape, Batch batch) {
   const BenchInstance instance;
   std::unique_ptr<Workload> workload;

@@ -92,7 +92,8 @@ void register_shape(const std::string& name, const Shape& s, bool all_steps) {
 }  // namespace
 
 void register_transfer_shapes(const std::vector<NamedShape>& shapes) {
-  for (const auto& s : shapes) register_shape(s.name, s.shape, s.all_steps);
+  for (const auto& s : shapes)
+    if (s.runner == Runner::transfer) register_shape(s.name, s.shape, s.all_steps);
 }
 
 }  // namespace statexfer::bench

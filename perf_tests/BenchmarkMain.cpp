@@ -6,8 +6,11 @@
 //   --set NAME          a built-in set: facts (the default: FACTS.md's shapes, the
 //                       sweeps, validate-capacity), models (MODELS.md), tiers
 //                       (host tier moves beside device commands, BenchTier.cpp),
-//                       speculative (commits and prefix keys, BenchSpeculative.cpp),
-//                       steps (upload + replay + synchronisation, BenchStep.cpp), all
+//                       tier-streams (an offload on its own stream beside a device
+//                       batch, BenchTierStreams.cpp), speculative (commits and
+//                       prefix keys, BenchSpeculative.cpp), steps (upload + replay
+//                       + synchronisation, BenchStep.cpp), partial (partly filled
+//                       batches, BenchPartial.cpp), all
 //   --shape SPEC        NAME:C:ROW_BYTES:PAGE_REGIONS:PAGE_BYTES[:TRAILING[:COUNT]]
 //   --shapes FILE       one SPEC a line, # comments
 //   --list-shapes       print the selected transfer shapes as SPEC lines and exit
@@ -40,8 +43,10 @@ const char* const usage =
     "statexfer-bench shape options (before Google Benchmark's):\n"
     "  --set NAME       built-in shapes: facts (default: FACTS.md shapes, sweeps, validate-capacity),\n"
     "                   models (hybrid models' per-request state, perf_tests/MODELS.md),\n"
-    "                   tiers (host tier moves beside device commands), speculative (commits,\n"
-    "                   prefix keys), steps (upload + replay + synchronisation), all\n"
+    "                   tiers (host tier moves beside device commands), tier-streams (an offload\n"
+    "                   on its own stream beside a device batch), speculative (commits, prefix\n"
+    "                   keys), steps (upload + replay + synchronisation), partial (partly filled\n"
+    "                   batches at C = 64..4096 beside the copy of the live bytes), all\n"
     "  --shape SPEC     NAME:C:ROW_BYTES:PAGE_REGIONS:PAGE_BYTES[:TRAILING[:COUNT]], repeatable;\n"
     "                   C a power of two 1..4096, COUNT live commands 1..C (default C),\n"
     "                   TRAILING trailing bindings (default 0); bytes as 4096, 64KiB, 50MiB, 1GiB\n"
@@ -131,6 +136,8 @@ int main(int argc, char* argv[]) {
     if (sets.count("tiers")) register_tier_benchmarks();
     if (sets.count("speculative")) register_speculative_benchmarks();
     if (sets.count("steps")) register_step_benchmarks();
+    if (sets.count("partial")) register_partial_benchmarks(shapes);
+    if (sets.count("tier-streams")) register_tier_stream_benchmarks();
     benchmark::Initialize(&argc, argv);
     benchmark::AddCustomContext("statexfer_version", STATEXFER_VERSION_STRING);
     benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION));
@@ -140,6 +147,12 @@ int main(int argc, char* argv[]) {
     for (const auto& name : sets) set_list += (set_list.empty() ? "" : ",") + name;
     benchmark::AddCustomContext("shape_sets", set_list);
     benchmark::AddCustomContext("user_shapes", std::to_string(sel.shapes.size()));
+    if (sets.count("partial")) {
+      std::string skipped;
+      for (const auto& s : partial_skipped(host)) skipped += (skipped.empty() ? "" : "; ") + s;
+      benchmark::AddCustomContext("partial_budget_GiB", std::to_string(partial_budget_bytes(host) >> 30));
+      benchmark::AddCustomContext("partial_skipped", skipped.empty() ? "none" : skipped);
+    }
 #ifdef KOKKOS_ENABLE_CUDA
     cudaDeviceProp prop{};
     int device = 0;

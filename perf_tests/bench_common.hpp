@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <statexfer/statexfer.hpp>
@@ -97,11 +98,25 @@ inline statexfer::TransferOptions options_from_environment() {
 /// What a Workload binds besides the shape's pool and pages.
 struct WorkloadOptions {
   std::int64_t host_rows = 0;  // > 0: a host tier of that many rows (BenchTier.cpp)
-  int positions = 0;           // > 0: speculative positions, K position rows a slot (BenchSpeculative.cpp)
+  // > 0: snapshot rows in the pool (at least the live commands), else C; a partly
+  // filled batch at a large C needs only its own (BenchPartial.cpp)
+  std::int64_t snapshot_rows = 0;
+  bool claims = false;  // row claims over the pool and host tier (BenchTierStreams.cpp)
+  int positions = 0;    // > 0: speculative positions, K position rows a slot (BenchSpeculative.cpp)
   statexfer::CommitMove move = statexfer::CommitMove::remap;
   bool keys = false;                                                            // a prefix_key region
   statexfer::CommandPlacement placement = statexfer::CommandPlacement::device;  // the command arrays (BenchStep.cpp)
 };
+
+// consumed_tokens (offset 0 of the workload's rows) of row `row` of `backing`.
+template <class Backing>
+std::int64_t consumed_of(const Backing& backing, std::int64_t row) {
+  std::int64_t value = 0;
+  Kokkos::deep_copy(Kokkos::View<std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                        reinterpret_cast<std::uint8_t*>(&value), sizeof value),
+                    Kokkos::subview(backing, row, std::make_pair(std::size_t(0), sizeof value)));
+  return value;
+}
 
 struct alignas(16) Word16 {
   std::uint64_t lo, hi;
@@ -123,14 +138,18 @@ inline void copy_kernel(const Exec& e, const Kokkos::View<std::uint8_t*, Exec::m
 // An all-valid snapshot batch as the reference module's benchmark builds it:
 // every live row copies into its own snapshot row and saves its partial pages.
 // C = shape.capacity commands are written; num_ops = shape.live() of them run.
-// Rows: the null row, C live rows, C * K position rows, `gap` rows, C snapshot rows.
+// Rows: the null row, C live rows, C * K position rows, `gap` rows, S snapshot
+// rows (options.snapshot_rows, else C; command i < S snapshots into the i-th), a spare row.
 struct Workload {
   statexfer::StatePool<Exec> pool;
   statexfer::StateCommands<Exec> commands;
+  statexfer::PageTable<Exec> tables;
   statexfer::CommandBatch<Exec> batch;  // the snapshot batch; upload() sends what it holds
   std::vector<statexfer::PageBinding<Exec>::cache_view> caches;
   std::unique_ptr<statexfer::PreparedStateTransfer<Exec>> transfer;
-  statexfer::HostTier<Exec> host;  // host_rows > 0: bound to the transfer (BenchTier.cpp)
+  statexfer::HostTier<Exec> host;          // host_rows > 0: bound to the transfer (BenchTier.cpp)
+  statexfer::RowClaims<Exec> claims;       // options.claims: bound to the transfer
+  statexfer::TransferConfig<Exec> config;  // what the transfer binds (another transfer over the pool copies it)
   statexfer::StateRows<Exec> state_rows;
   Kokkos::View<std::int32_t*, Exec::memory_space> accepted;  // positions > 0
   std::int64_t bytes_written = 0;
@@ -154,13 +173,17 @@ struct Workload {
       regions.push_back({trailing.back(), offset, 2 * s.page_bytes, statexfer::DType::uint8});
     }
     const std::int64_t row_bytes = std::max(s.row_bytes, offset);
+    const std::int64_t snapshots = options.snapshot_rows > 0 ? options.snapshot_rows : c;
+    if (snapshots < s.live())
+      throw std::invalid_argument("statexfer-bench: " + std::to_string(snapshots) + " snapshot rows for " +
+                                  std::to_string(s.live()) + " live commands");
     first_snapshot = c + 1 + c * k + s.gap;
-    const std::int64_t rows = first_snapshot + c + 1, page_count = c * s.width;
+    const std::int64_t rows = first_snapshot + snapshots + 1, page_count = c * s.width;
     pool = statexfer::StatePool<Exec>(statexfer::StateLayout(regions, row_bytes), rows, page_count);
     fill_pattern(pool.backing(), 17);
     commands = statexfer::StateCommands<Exec>::allocate(c, options.placement);
 
-    statexfer::PageTable<Exec> tables("bench::tables", c, s.width);
+    tables = statexfer::PageTable<Exec>("bench::tables", c, s.width);
     state_rows = statexfer::StateRows<Exec>("bench::state_rows", c, 8);
     auto requests = statexfer::RequestState<Exec>::allocate(c);
     endpoint = s.width * s.page_tokens - s.page_tokens / 2 - 1;  // mid-page
@@ -177,12 +200,15 @@ struct Workload {
     Kokkos::deep_copy(state_rows, rows_h);
     Kokkos::deep_copy(requests.consumed_tokens, consumed_h);
 
-    statexfer::TransferConfig<Exec> config;
     config.page_tokens = s.page_tokens;
     config.options = options_from_environment();
     if (options.host_rows > 0) {
       host = statexfer::HostTier<Exec>(pool.layout(), options.host_rows);
       config.host_tier = host;
+    }
+    if (options.claims) {
+      claims = statexfer::RowClaims<Exec>(pool, host);
+      config.claims = claims;
     }
     if (k > 0) {
       accepted = decltype(accepted)("bench::accepted", c);
@@ -207,7 +233,7 @@ struct Workload {
     transfer = std::make_unique<statexfer::PreparedStateTransfer<Exec>>(pool, commands, tables, config);
     transfer->prepare(exec);
 
-    for (std::int64_t i = 0; i < c; ++i)
+    for (std::int64_t i = 0; i < std::min(c, snapshots); ++i)
       batch.set(i, statexfer::Command::snapshot(i, 1 + i, first_snapshot + i, endpoint));
     const std::int64_t live = s.live();
     batch.resize(live);
@@ -306,29 +332,53 @@ class Replayer {
   }
 
   double seconds_per_replay(int replays) {
+    begin(replays);
+    return end();
+  }
+
+  /// `replays` replays enqueued between two events and not waited for (on
+  /// hosts run at once); done() says whether they have run, end() waits for
+  /// them and returns the seconds per replay. Another stream's work can be
+  /// enqueued in between (BenchTierStreams.cpp).
+  void begin(int replays) {
+    replays_ = replays;
 #ifdef KOKKOS_ENABLE_CUDA
     const cudaStream_t stream = instance_.stream();
     cudaStreamSynchronize(stream);
     cudaEventRecord(start_, stream);
     for (int i = 0; i < replays; ++i) cudaGraphLaunch(graph_instance_, stream);
     cudaEventRecord(stop_, stream);
-    cudaEventSynchronize(stop_);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start_, stop_);
-    return ms * 1e-3 / replays;
 #else
     const Exec& exec = instance_.exec();
     exec.fence();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < replays; ++i) step_(exec);
     exec.fence();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / replays;
+    seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 #endif
+  }
+  bool done() const {
+#ifdef KOKKOS_ENABLE_CUDA
+    return cudaEventQuery(stop_) == cudaSuccess;
+#else
+    return true;
+#endif
+  }
+  double end() {
+#ifdef KOKKOS_ENABLE_CUDA
+    cudaEventSynchronize(stop_);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start_, stop_);
+    seconds_ = ms * 1e-3;
+#endif
+    return seconds_ / replays_;
   }
 
  private:
   const BenchInstance& instance_;
   std::function<void(const Exec&)> step_;
+  int replays_ = 1;
+  double seconds_ = 0;
 #ifdef KOKKOS_ENABLE_CUDA
   cudaGraph_t graph_{};
   cudaGraphExec_t graph_instance_{};
@@ -336,13 +386,17 @@ class Replayer {
 #endif
 };
 
-// Registration (BenchTransfer.cpp, BenchValidate.cpp), called by the main
-// before benchmark::Initialize with the shapes the command line selected.
+// Registration, called by the main before benchmark::Initialize with the
+// shapes the command line selected (register_transfer_shapes takes those of
+// Runner::transfer).
 void register_transfer_shapes(const std::vector<NamedShape>& shapes);
 void register_validate_capacity();
 void register_tier_benchmarks();         // --set tiers
 void register_speculative_benchmarks();  // --set speculative
 void register_step_benchmarks();         // --set steps
+// --set partial: the shapes of Runner::partial, and validate() at C = 64..4096 with 4 live commands
+void register_partial_benchmarks(const std::vector<NamedShape>& shapes);
+void register_tier_stream_benchmarks();  // --set tier-streams
 
 }  // namespace statexfer::bench
 

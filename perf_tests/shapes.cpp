@@ -145,6 +145,14 @@ std::vector<NamedShape> read_spec_file(const std::string& path) {
   return out;
 }
 
+std::int64_t layout_row_bytes(const Shape& s) {
+  return std::max(s.row_bytes, 64 + s.page_regions * s.page_bytes + s.trailing * 2 * s.page_bytes);
+}
+
+std::int64_t command_bytes(const Shape& s) {
+  return layout_row_bytes(s) + s.page_regions * s.page_bytes + s.trailing * 2 * s.page_bytes;
+}
+
 bool expressible(const NamedShape& s) { return s.shape.gap == 0 && s.shape.page_tokens == 16 && s.shape.width == 16; }
 
 std::string format_spec(const NamedShape& s) {
@@ -157,8 +165,87 @@ std::string format_spec(const NamedShape& s) {
 }
 
 const std::vector<std::string>& set_names() {
-  static const std::vector<std::string> names{"facts", "models", "tiers", "speculative", "steps"};
+  static const std::vector<std::string> names{"facts",       "models", "tiers",  "tier-streams",
+                                              "speculative", "steps",  "partial"};
   return names;
+}
+
+namespace {
+
+// The partial set's rows: real models' (MODELS.md) and FACTS.md's shapes' rows.
+struct PartialRow {
+  std::string name;
+  Shape row;  // capacity and count set per shape
+};
+
+std::vector<PartialRow> partial_rows() {
+  std::vector<PartialRow> out;
+  for (const auto& m : models::all())
+    if (std::string(m.name) == "qwen3.5-9b" || std::string(m.name) == "nemotron-3-super-120b-a12b")
+      out.push_back({m.name, {0, m.row_bytes(), m.attention_layers, m.page_bytes(16), 0}});
+  out.push_back({"tiny-16KiB", {0, 16 * KiB, 1, 4 * KiB, 0}});
+  out.push_back({"decode-64KiB", {0, 64 * KiB, 4, 16 * KiB, 0}});
+  out.push_back({"hybrid-1MiB", {0, MiB, 8, 64 * KiB, 0}});
+  out.push_back({"hybrid-8MiB", {0, 8 * MiB, 8, 64 * KiB, 0}});
+  out.push_back({"hybrid-32MiB", {0, 32 * MiB, 16, 64 * KiB, 0}});
+  out.push_back({"trailing-1MiB", {0, MiB, 4, 64 * KiB, 2}});
+  return out;
+}
+
+constexpr std::int64_t partial_capacities[] = {64, 256, 1024, 4096};
+
+std::vector<std::int64_t> partial_lives(std::int64_t c) {
+  std::vector<std::int64_t> out{1, 2, 4, 16};
+  if (c > 16) out.push_back(c);
+  return out;
+}
+
+Shape with(Shape s, std::int64_t c, std::int64_t live) {
+  s.capacity = c;
+  s.count = live == c ? 0 : live;
+  return s;
+}
+
+std::int64_t live_bytes(const Shape& s) { return s.live() * command_bytes(s); }
+
+bool partial_fits(const Shape& s, bool host_backend) {
+  const std::int64_t budget = partial_budget_bytes(host_backend);
+  return partial_workload_bytes(s) <= budget && 2 * live_bytes(s) <= budget;
+}
+
+}  // namespace
+
+std::int64_t partial_budget_bytes(bool host_backend) { return host_backend ? GiB : 128 * GiB; }
+
+std::int64_t partial_workload_bytes(const Shape& s) {
+  // bench_common.hpp's Workload with snapshot_rows = live: the null row, C live
+  // rows, the live commands' snapshot rows and a spare; (regions + trailing)
+  // caches of C x width pages.
+  const std::int64_t pool = (1 + s.capacity + s.live() + 1) * layout_row_bytes(s);
+  const std::int64_t caches = (s.page_regions + s.trailing) * s.capacity * s.width * s.page_bytes;
+  return pool + caches;
+}
+
+std::vector<std::string> partial_skipped(bool host_backend) {
+  std::vector<std::string> out;
+  for (const auto& r : partial_rows())
+    for (const std::int64_t c : partial_capacities) {
+      std::vector<std::int64_t> left;
+      std::int64_t most = 0;
+      for (const std::int64_t live : partial_lives(c)) {
+        const Shape s = with(r.row, c, live);
+        if (!partial_fits(s, host_backend)) {
+          left.push_back(live);
+          most = std::max(most, std::max(partial_workload_bytes(s), 2 * live_bytes(s)));
+        }
+      }
+      if (left.empty()) continue;
+      std::string lives;
+      for (const auto l : left) lives += (lives.empty() ? "" : ",") + std::to_string(l);
+      out.push_back(r.name + "/c" + std::to_string(c) + " (live " + lives + "): up to " +
+                    std::to_string((most + GiB - 1) / GiB) + " GiB");
+    }
+  return out;
 }
 
 std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend) {
@@ -186,10 +273,25 @@ std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend) 
       for (std::int64_t c : {1, 4, 8, 32})
         add(std::string("models/") + m.name + "/c" + std::to_string(c),
             {c, m.row_bytes(), m.attention_layers, m.page_bytes(16), 0}, true);
-  } else if (name == "tiers" || name == "speculative" || name == "steps") {
-    // No transfer shapes: BenchTier.cpp, BenchSpeculative.cpp and BenchStep.cpp register their own batches.
+  } else if (name == "partial") {
+    // Partly filled batches (issue 29): each row at C = 64, 256, 1024, 4096 with
+    // 1, 2, 4, 16 and C live commands, where it fits (partial_skipped() says
+    // what does not: on the H200 qwen3.5-9b at C = 4096, nemotron at 1024 and
+    // 4096, hybrid-32MiB at 4096). BenchPartial.cpp times them.
+    for (const auto& r : partial_rows())
+      for (const std::int64_t c : partial_capacities)
+        for (const std::int64_t live : partial_lives(c)) {
+          const Shape s = with(r.row, c, live);
+          if (partial_fits(s, host_backend))
+            out.push_back({"partial/" + r.name + "/c" + std::to_string(c) + "/live" + std::to_string(live), s, false,
+                           Runner::partial});
+        }
+  } else if (name == "tiers" || name == "tier-streams" || name == "speculative" || name == "steps") {
+    // No transfer shapes: BenchTier.cpp, BenchTierStreams.cpp, BenchSpeculative.cpp and BenchStep.cpp
+    // register their own batches.
   } else {
-    throw SpecError("--set " + name + ": unknown set (known: facts, models, tiers, speculative, steps, all)");
+    throw SpecError("--set " + name +
+                    ": unknown set (known: facts, models, tiers, tier-streams, speculative, steps, partial, all)");
   }
   return out;
 }

@@ -29,11 +29,23 @@ struct Shape {
   std::int64_t live() const { return count > 0 ? count : capacity; }
 };
 
+// Which benchmark times a shape: BenchTransfer.cpp (every step beside the copy
+// kernel) or BenchPartial.cpp (a partly filled batch: one and two calls beside
+// the copy kernel of the live commands' bytes, with issue 29's bound).
+enum class Runner { transfer, partial };
+
 struct NamedShape {
   std::string name;
   Shape shape;
   bool all_steps = true;  // also time validate and apply alone
+  Runner runner = Runner::transfer;
 };
+
+// The workload's row bytes (the shape's, or more when its regions need it:
+// 64 bytes of scalars, the page regions, the trailing regions of 2 pages) and
+// the bytes one snapshot command writes (the row and its saved pages).
+std::int64_t layout_row_bytes(const Shape& s);
+std::int64_t command_bytes(const Shape& s);
 
 // A shape spec or size that does not parse; what() names the field.
 struct SpecError : std::invalid_argument {
@@ -53,9 +65,19 @@ std::string format_spec(const NamedShape& s);
 // Whether the shape can be written as a spec (the reference can run it).
 bool expressible(const NamedShape& s);
 
-// The built-in sets: "facts" (host_backend shortens the row sweep), "models".
+// The built-in sets: "facts" (host_backend shortens the row sweep), "models",
+// "partial" (only the shapes whose workload fits partial_budget_bytes).
 const std::vector<std::string>& set_names();
 std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend);
+
+// The partial set's memory: its workload (pool of 1 + C + live + 1 rows, the
+// caches of C requests) and, apart, its copy kernel's two buffers of the live
+// bytes; a shape is in the set when both fit the budget (128 GiB on GPUs: the
+// H200's 139 GiB less room for the context and the graphs; 1 GiB on hosts).
+std::int64_t partial_budget_bytes(bool host_backend);
+std::int64_t partial_workload_bytes(const Shape& s);
+// The partial shapes left out for memory, as "ROW/cC (live L..M): N GiB" lines.
+std::vector<std::string> partial_skipped(bool host_backend);
 
 }  // namespace statexfer::bench
 

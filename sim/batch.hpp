@@ -33,6 +33,13 @@ struct BatchEntry {
   /// A commit: the drafts its verify ran (K') and how many the sampler accepted
   /// (what the host knows of the device's accepted count).
   std::int32_t drafts = 0, accepted = -1;
+  /// A restore from a device row that an onload in flight writes: the step's
+  /// transfer waits for the onloads (tier stream).
+  bool after_onload = false;
+  /// A snapshot into a device row that an offload in flight reads, issued
+  /// without waiting for it (--inject-fault offload-race): row claims refuse it
+  /// (code 7) unless the offload has finished.
+  bool race = false;
 };
 using Batch = std::vector<BatchEntry>;
 

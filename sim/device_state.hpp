@@ -2,13 +2,22 @@
 #define STATEXFER_SIM_DEVICE_STATE_HPP
 
 // The device side of one rank: the pool, the caches, the page tables, the
-// state rows, the request state, the command arrays and (speculative decoding)
-// the sampler's accepted counts; the prepared transfer and the error combiner;
-// on Kokkos::Cuda the graphs that replay validate [+ combine] + apply every
-// step; and the kernel that runs the model's fill jobs.
+// state rows, the request state and (speculative decoding) the sampler's
+// accepted counts; the step's transfer (lane.hpp: its commands, combiner and
+// graphs) on the simulator's stream; with a host tier whose moves run apart
+// (--tier-moves stream), two more transfers on a tier stream, onloads then
+// offloads, sharing row claims with the step's (docs/CONTRACT.md §15); the
+// events between the streams; and the kernel that runs the model's fill jobs.
+//
+// Kokkos' host spaces have one instance each: there the tier batches run in
+// the host's order before the step's batch, and the step's transfer waits for
+// nothing. On Kokkos::Cuda the step's stream waits only for what its batch
+// reads: the onloads when it restores from a row they write (or everything
+// in flight when a fault changes a row or table on this rank).
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
@@ -22,33 +31,16 @@
 #include <statexfer/combine.hpp>
 #include <statexfer/statexfer.hpp>
 
-#ifdef KOKKOS_ENABLE_CUDA
-#include <cuda_runtime.h>
-#endif
-
 #include "batch.hpp"
 #include "comm.hpp"
 #include "content.hpp"
 #include "geometry.hpp"
+#include "lane.hpp"
 #include "sim_config.hpp"
 #include "state_rows.hpp"
+#include "stream_events.hpp"
 
 namespace statexfer::sim {
-
-#ifdef KOKKOS_ENABLE_CUDA
-/// std::runtime_error naming the call and CUDA's message unless `status` is cudaSuccess.
-inline void cuda_check(cudaError_t status, const char* call) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorName(status) + ": " +
-                             cudaGetErrorString(status));
-}
-/// The same on stderr, for the calls of a destructor.
-inline void cuda_report(cudaError_t status, const char* call) noexcept {
-  if (status != cudaSuccess)
-    std::fprintf(stderr, "statexfer-sim: %s failed: %s: %s\n", call, cudaGetErrorName(status),
-                 cudaGetErrorString(status));
-}
-#endif
 
 /// The model's writes of one step, on the device.
 template <class Exec>
@@ -74,9 +66,33 @@ class DeviceState {
   using Mem = typename Exec::memory_space;
   using CacheView = typename statexfer::PageBinding<Exec>::cache_view;
 
-  DeviceState(const SimConfig& cfg, const Geometry& geometry, const Comm& comm) : cfg_(cfg), g_(geometry), comm_(comm) {
+  /// What the step's transfer waits for on the tier stream (nothing on hosts).
+  struct Waits {
+    bool onloads = false;             ///< its batch restores from a row the onloads write
+    bool validated_offloads = false;  ///< offload-race: only for the offloads' validation (their claims)
+    bool tier = false;                ///< everything in flight (a fault changes this rank's rows or tables)
+  };
+  /// The step's transfer: the host's fenced time, and its stream's (the critical path).
+  struct Times {
+    double wall_s = 0, stream_s = 0;
+  };
+  /// The tier batches of the last launch.
+  struct TierResult {
+    bool launched = false;
+    std::vector<std::int32_t> onload_codes, offload_codes;
+    double stream_s = 0;  ///< the tier stream's time from the launch to its end
+    double wait_s = 0;    ///< the host's wait for it (CUDA), when it took the codes
+  };
+
+  DeviceState(const SimConfig& cfg, const Geometry& geometry, const Comm& comm)
+      : cfg_(cfg), g_(geometry), comm_(comm), step_(geometry.capacity) {
     allocate();
-    build_transfer();
+    if (tier_stream()) {
+      onloads_.emplace(g_.capacity);
+      offloads_.emplace(g_.capacity);
+      claims_ = statexfer::RowClaims<Exec>(pool_, host_tier_);
+    }
+    build_transfers();
     fill_targets();
   }
   DeviceState(const DeviceState&) = delete;
@@ -84,25 +100,32 @@ class DeviceState {
 
   ~DeviceState() { release(); }
 
+  /// Whether the host tier's moves run in batches of their own on the tier stream.
+  bool tier_stream() const { return g_.host_rows > 0 && cfg_.tier_stream; }
+
 #ifdef STATEXFER_HAVE_NCCL
-  void set_nccl(ncclComm_t comm) { nccl_comm_ = comm; }
+  /// The communicators of the step's combiner and the tier batches' (streams
+  /// that run concurrently must not share one).
+  void set_nccl(ncclComm_t step, ncclComm_t tier) {
+    step_.set_nccl(step);
+    if (tier_stream()) onloads_->set_nccl(tier), offloads_->set_nccl(tier);
+  }
 #endif
 
-  /// Prepares the transfer and the combiner (host work), captures the graphs on CUDA.
+  /// Prepares the transfers and the combiners (host work), captures the graphs on CUDA.
   void prepare() {
-    exec_ = make_instance();
-#ifdef STATEXFER_HAVE_NCCL
-    // NCCL on CUDA: the capturable combiner (the caller provides the communicator).
-    if (nccl_comm_ != nullptr && cfg_.combine) combiner_.emplace(commands_, nccl_comm_);
-#endif
-#ifdef STATEXFER_HAVE_MPI
-    if (!combiner_ && comm_.distributed() && cfg_.combine) combiner_.emplace(commands_, comm_.comm);
-#endif
-    if (!combiner_) combiner_.emplace(commands_);
-    transfer_->prepare(exec_);
-    combiner_->prepare(exec_);
-    capture();
+    exec_ = make_instance(stream_);
+    step_.prepare(exec_, comm_, cfg_.combine, false, cfg_.graphs);
+    if (tier_stream()) {
+      tier_exec_ = make_instance(tier_stream_);
+      onloads_->prepare(tier_exec_, comm_, cfg_.combine, true, cfg_.graphs);
+      offloads_->prepare(tier_exec_, comm_, cfg_.combine, true, cfg_.graphs);
+    }
   }
+  /// The instance of the step's transfers (the rate probe's too).
+  const Exec& instance() const { return exec_; }
+  /// The tier batches' apply() league (0: the library's default).
+  int tier_teams() const { return tier_teams_; }
 
   /// The rows of `slots` of the host page tables ([C, W] each): only what changed
   /// (a table of a long trace's width is megabytes).
@@ -122,13 +145,9 @@ class DeviceState {
     Kokkos::deep_copy(exec_, Kokkos::subview(tables_, slot, logical), page);
   }
 
-  /// The command arrays and the count, in one copy (pinned host memory on GPUs;
-  /// run_transfer() fences before the next batch rewrites it).
-  void upload_batch(const Batch& batch) {
-    host_batch_.clear();
-    for (const BatchEntry& b : batch) host_batch_.push_back(b.cmd);
-    commands_.upload(exec_, host_batch_);
-  }
+  /// The step's command arrays and count, in one copy (pinned host memory on
+  /// GPUs; run_transfer() fences before the next batch rewrites it).
+  void upload_batch(const Batch& batch) { step_.upload(exec_, batch); }
 
   /// The sampler's accepted counts of every slot ([capacity]), as the model step
   /// leaves them on the device (the commits of the next batch read them).
@@ -155,25 +174,82 @@ class DeviceState {
     exec_.fence();  // `v` lives on this stack
   }
 
-  /// validate [+ combine] + apply, fenced; returns its seconds.
-  double run_transfer() {
-    exec_.fence();
-    const auto start = std::chrono::steady_clock::now();
-    enqueue_transfer();
-    exec_.fence();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  /// Launches a step's tier batches on the tier stream: the onloads
+  /// (validate, apply), then the offloads (validate; `hold_offloads`: on hosts
+  /// their apply waits for the step's transfer, so that it validates while
+  /// their claims are held). The last launch's codes were taken (take_tier()).
+  void launch_tier(const Batch& onloads, const Batch& offloads, bool hold_offloads) {
+    tier_sizes_ = {onloads.size(), offloads.size()};
+    if (onloads.empty() && offloads.empty()) return;
+    tier_launched_ = true;
+    const auto t = std::chrono::steady_clock::now();
+    tier_start_.record(tier_exec_);
+    if (!onloads.empty()) {
+      onloads_->upload(tier_exec_, onloads);
+      onloads_->enqueue(tier_exec_);
+    }
+    onloads_done_.record(tier_exec_);
+    if (!offloads.empty()) {
+      offloads_->upload(tier_exec_, offloads);
+      offloads_->enqueue_validate(tier_exec_);
+    }
+    offloads_validated_.record(tier_exec_);
+    held_ = hold_offloads && !StreamEvent<Exec>::cuda && !offloads.empty();
+    if (!held_) finish_offloads();
+    tier_host_s_ = seconds_since(t);
   }
 
-  /// The codes of the first `count` command rows, and (`positions`, when
-  /// given) the accepted counts validate() read for them (commit_positions,
-  /// -1 but for commits): one copy of StateCommands::outputs().
-  std::vector<std::int32_t> errors(std::size_t count, std::vector<std::int32_t>* positions = nullptr) {
-    Kokkos::deep_copy(exec_, h_outputs_, commands_.outputs());
+  /// Waits on the step's stream for the tier stream's points in `w` (CUDA).
+  void wait(const Waits& w) {
+    if (w.tier) {
+      tier_done_.wait(exec_);
+      return;
+    }
+    if (w.onloads) onloads_done_.wait(exec_);
+    if (w.validated_offloads) offloads_validated_.wait(exec_);
+  }
+
+  /// The step's transfer, after the waits `w`, fenced; on hosts, a held
+  /// offloads' apply after it.
+  Times run_transfer(const Waits& w) {
     exec_.fence();
-    const std::int32_t* codes = h_outputs_.data();
-    const std::int32_t* read = codes + commands_.capacity();  // commit_positions
-    if (positions != nullptr) positions->assign(read, read + count);
-    return std::vector<std::int32_t>(codes, codes + count);
+    step_start_.record(exec_);
+    const auto start = std::chrono::steady_clock::now();
+    wait(w);
+    step_.enqueue(exec_);
+    step_end_.record(exec_);
+    exec_.fence();
+    Times out;
+    out.wall_s = seconds_since(start);
+    out.stream_s = StreamEvent<Exec>::elapsed(step_start_, step_end_);
+    if (held_) {
+      const auto t = std::chrono::steady_clock::now();
+      finish_offloads();
+      tier_host_s_ += seconds_since(t);
+    }
+    return out;
+  }
+
+  /// The step's codes of the first `count` command rows, and (`positions`,
+  /// when given) the accepted counts validate() read for them.
+  std::vector<std::int32_t> errors(std::size_t count, std::vector<std::int32_t>* positions = nullptr) {
+    return step_.errors(exec_, count, positions);
+  }
+
+  /// The last tier launch's codes and times, once (the host waits for it here).
+  TierResult take_tier() {
+    TierResult r;
+    if (!tier_launched_) return r;
+    if (held_) finish_offloads();
+    tier_launched_ = false;
+    r.launched = true;
+    const auto t = std::chrono::steady_clock::now();
+    tier_done_.synchronize();
+    r.wait_s = StreamEvent<Exec>::cuda ? seconds_since(t) : 0.0;
+    r.stream_s = StreamEvent<Exec>::cuda ? StreamEvent<Exec>::elapsed(tier_start_, tier_done_) : tier_host_s_;
+    r.onload_codes = onloads_->errors(tier_exec_, tier_sizes_.first);
+    r.offload_codes = offloads_->errors(tier_exec_, tier_sizes_.second);
+    return r;
   }
 
   /// Enqueues the model's fill jobs (fence() waits for them).
@@ -213,12 +289,19 @@ class DeviceState {
   /// The host tier (empty without --host-snapshot-rows).
   const statexfer::HostTier<Exec>& host_tier() const { return host_tier_; }
 
-  std::string combiner_name() const { return statexfer::to_string(combiner_->backend()); }
-  bool graphs() const { return !graphs_.empty(); }
+  std::string combiner_name() const { return step_.combiner_name(); }
+  bool graphs() const { return step_.graphs(); }
 
  private:
-  // One rank has nothing to combine: validate_and_apply(), one kernel on GPUs.
-  bool one_call() const { return comm_.size == 1; }
+  static double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
+
+  void finish_offloads() {
+    held_ = false;
+    if (tier_sizes_.second > 0) offloads_->enqueue_apply(tier_exec_);
+    tier_done_.record(tier_exec_);
+  }
 
   void allocate() {
     const std::int64_t C = g_.capacity, W = g_.table_width, P = g_.pages;
@@ -231,38 +314,71 @@ class DeviceState {
     draft_tables_ = statexfer::PageTable<Exec>("sim::draft_tables", C, W);
     Kokkos::deep_copy(tables_, -1);
     Kokkos::deep_copy(draft_tables_, -1);
-    state_rows_ = statexfer::StateRows<Exec>("sim::state_rows", C, HostStateRows::columns);
-    auto h = Kokkos::create_mirror_view(state_rows_);
-    const HostStateRows initial = g_.initial_state_rows();
-    for (std::int64_t s = 0; s < C; ++s)
-      for (std::int64_t j = 0; j < HostStateRows::columns; ++j) h(s, j) = initial(s, j);
-    Kokkos::deep_copy(state_rows_, h);
+    state_rows_ = initial_state_rows("sim::state_rows");
     if (g_.positions > 0) accepted_ = Kokkos::View<std::int32_t*, Mem>("sim::accepted", C);
     requests_ = statexfer::RequestState<Exec>::allocate(C);
     if (g_.host_rows > 0) host_tier_ = statexfer::HostTier<Exec>(g_.layout, g_.host_rows);
-    commands_ = statexfer::StateCommands<Exec>::allocate(C);
-    host_batch_ = statexfer::CommandBatch<Exec>(C);
-    h_outputs_ = Kokkos::View<std::int32_t*, Kokkos::HostSpace>("sim::outputs", commands_.outputs().extent(0));
   }
 
-  void build_transfer() {
+  statexfer::StateRows<Exec> initial_state_rows(const char* label) const {
+    statexfer::StateRows<Exec> rows(std::string(label), g_.capacity, HostStateRows::columns);
+    auto h = Kokkos::create_mirror_view(rows);
+    const HostStateRows initial = g_.initial_state_rows();
+    for (std::int64_t s = 0; s < g_.capacity; ++s)
+      for (std::int64_t j = 0; j < HostStateRows::columns; ++j) h(s, j) = initial(s, j);
+    Kokkos::deep_copy(rows, h);
+    return rows;
+  }
+
+  // The step's transfer over everything; the tier transfers over the same pool,
+  // caches and host tier with tables, state rows and request state of their own
+  // (moves read none of them: nothing the step's stream writes), their apply()
+  // on a league of tier_teams_, all three sharing the row claims.
+  void build_transfers() {
     statexfer::TransferConfig<Exec> config;
     for (std::int64_t i = 0; i < g_.kv_planes; ++i)
       config.pages.push_back({"kv" + std::to_string(i), kv_caches_[static_cast<std::size_t>(i)]});
     for (std::int64_t i = 0; i < g_.draft_planes; ++i)
       config.trailing_pages.push_back({"draft" + std::to_string(i), draft_caches_[static_cast<std::size_t>(i)]});
     config.page_tokens = g_.page_tokens;
+    if (g_.scratch_bytes > 0) config.excluded_regions = {"scratch"};
+    config.host_tier = host_tier_;
+    config.claims = claims_;
+    statexfer::TransferConfig<Exec> tier = config;
     config.state_rows = state_rows_;
     config.requests = requests_;
     if (g_.draft_planes > 0) config.trailing_tables = draft_tables_;
-    if (g_.scratch_bytes > 0) config.excluded_regions = {"scratch"};
-    config.host_tier = host_tier_;
     if (g_.positions > 0) {
       config.speculative.positions = static_cast<int>(g_.positions);
       config.speculative.accepted = accepted_;
       config.speculative.move = cfg_.commit_copy ? statexfer::CommitMove::copy : statexfer::CommitMove::remap;
     }
-    transfer_.emplace(pool_, commands_, tables_, config);
+    step_.build(pool_, step_.commands(), tables_, config);
+    if (!tier_stream()) return;
+    const std::int64_t C = g_.capacity;
+    tier_tables_ = statexfer::PageTable<Exec>("sim::tier_tables", C, 1);
+    Kokkos::deep_copy(tier_tables_, -1);
+    tier.state_rows = initial_state_rows("sim::tier_state_rows");
+    tier.requests = statexfer::RequestState<Exec>::allocate(C);
+    if (g_.draft_planes > 0) tier.trailing_tables = tier_tables_;
+    tier_teams_ = static_cast<int>(cfg_.tier_teams > 0 ? cfg_.tier_teams : default_tier_teams());
+    tier.options.expert.apply_teams = tier_teams_;
+    onloads_->build(pool_, onloads_->commands(), tier_tables_, tier);
+    offloads_->build(pool_, offloads_->commands(), tier_tables_, tier);
+  }
+
+  // 1/8 of the SMs on CUDA, so that the tier batches leave the rest to the
+  // step's stream; the library's default elsewhere (the host runs them in order).
+  static std::int64_t default_tier_teams() {
+#ifdef KOKKOS_ENABLE_CUDA
+    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+      int device = 0, sms = 0;
+      cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+      cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+      return std::max(1, sms / 8);
+    }
+#endif
+    return 0;
   }
 
   // Fill-job targets (Model's numbering): pool, KV caches, draft caches, request consumed.
@@ -277,130 +393,71 @@ class DeviceState {
     Kokkos::deep_copy(bases_, h);
   }
 
-  Exec make_instance() {
+#ifdef KOKKOS_ENABLE_CUDA
+  using Stream = cudaStream_t;
+#else
+  using Stream = void*;
+#endif
+
+  static Exec make_instance(Stream& stream) {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
-      cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-      return Exec(stream_);
+      cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+      return Exec(stream);
     }
 #endif
+    (void)stream;
     return Exec();
   }
 
-  // The graphs, then the stream: what holds an instance on the stream (the
-  // transfer, the combiner, exec_) lets go of it first. Errors are reported,
-  // not thrown (a destructor).
+  // The lanes (their graphs, transfers and combiners hold the instances), then
+  // the streams. Errors are reported, not thrown (a destructor).
   void release() noexcept {
+    try {
+      exec_.fence();
+      tier_exec_.fence();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "statexfer-sim: fence before the release: %s\n", e.what());
+    }
+    step_.release();
+    if (onloads_) onloads_->release();
+    if (offloads_) offloads_->release();
+    exec_ = Exec();
+    tier_exec_ = Exec();
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
-      if (stream_ == nullptr && graphs_.empty()) return;
-      try {
-        exec_.fence();
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "statexfer-sim: fence before the release: %s\n", e.what());
-      }
-      for (cudaGraphExec_t g : graphs_) cuda_report(cudaGraphExecDestroy(g), "cudaGraphExecDestroy");
-      graphs_.clear();
-      transfer_.reset();
-      combiner_.reset();
-      exec_ = Exec();
-      if (stream_ != nullptr) cuda_report(cudaStreamDestroy(stream_), "cudaStreamDestroy");
-      stream_ = nullptr;
+      for (Stream* s : {&stream_, &tier_stream_})
+        if (*s != nullptr) cuda_report(cudaStreamDestroy(*s), "cudaStreamDestroy");
+      stream_ = tier_stream_ = nullptr;
     }
 #endif
-  }
-
-  // CUDA: validate [+ combine] + apply captured once, replayed every step. The
-  // MPI combiner is a host call: then validate and apply are two graphs with
-  // combine() between them.
-  void capture() {
-#ifdef KOKKOS_ENABLE_CUDA
-    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
-      if (!cfg_.graphs) return;
-      auto record = [&](auto&& body) {
-        cudaGraph_t graph = nullptr;
-        cudaGraphExec_t instance = nullptr;
-        cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
-        try {
-          body();
-        } catch (...) {  // leave the stream out of capture mode, then report what failed
-          cuda_report(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture (after a failed capture)");
-          if (graph != nullptr) cuda_report(cudaGraphDestroy(graph), "cudaGraphDestroy");
-          throw;
-        }
-        cuda_check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
-        const cudaError_t made = cudaGraphInstantiateWithFlags(&instance, graph, 0);
-        cuda_report(cudaGraphDestroy(graph), "cudaGraphDestroy");
-        cuda_check(made, "cudaGraphInstantiateWithFlags");
-        graphs_.push_back(instance);
-      };
-      if (one_call()) {
-        record([&] { transfer_->validate_and_apply(exec_); });
-      } else if (combiner_->capturable()) {
-        record([&] {
-          transfer_->validate(exec_);
-          combiner_->combine(exec_);
-          transfer_->apply(exec_);
-        });
-      } else {
-        record([&] { transfer_->validate(exec_); });
-        record([&] { transfer_->apply(exec_); });
-      }
-    }
-#endif
-  }
-
-  void enqueue_transfer() {
-#ifdef KOKKOS_ENABLE_CUDA
-    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
-      if (!graphs_.empty()) {
-        cuda_check(cudaGraphLaunch(graphs_[0], stream_),
-                   graphs_.size() == 2 ? "cudaGraphLaunch (validate)" : "cudaGraphLaunch (the transfer)");
-        if (graphs_.size() == 2) {
-          combiner_->combine(exec_);  // MPI: fences, reduces on the host
-          cuda_check(cudaGraphLaunch(graphs_[1], stream_), "cudaGraphLaunch (apply)");
-        }
-        return;
-      }
-    }
-#endif
-    if (one_call()) {
-      transfer_->validate_and_apply(exec_);
-      return;
-    }
-    transfer_->validate(exec_);
-    combiner_->combine(exec_);
-    transfer_->apply(exec_);
   }
 
   const SimConfig& cfg_;
   const Geometry& g_;
   Comm comm_;
 
-  Exec exec_;
+  Stream stream_ = nullptr, tier_stream_ = nullptr;
+  Exec exec_, tier_exec_;
   statexfer::StatePool<Exec> pool_;
   std::vector<CacheView> kv_caches_, draft_caches_;
-  statexfer::PageTable<Exec> tables_, draft_tables_;
+  statexfer::PageTable<Exec> tables_, draft_tables_, tier_tables_;
   statexfer::StateRows<Exec> state_rows_;
   statexfer::RequestState<Exec> requests_;
   statexfer::HostTier<Exec> host_tier_;
-  statexfer::StateCommands<Exec> commands_;
-  std::optional<statexfer::PreparedStateTransfer<Exec>> transfer_;
-  std::optional<statexfer::ErrorCombiner<Exec>> combiner_;
-  statexfer::CommandBatch<Exec> host_batch_{1};
-  Kokkos::View<std::int32_t*, Kokkos::HostSpace> h_outputs_;  // errors, then commit_positions
+  statexfer::RowClaims<Exec> claims_;
   Kokkos::View<std::int32_t*, Mem> accepted_;  // the sampler's accepted counts, [C] (speculative decoding)
   Kokkos::View<std::uint64_t*, Mem> bases_;
   Kokkos::View<FillJob*, Mem> jobs_d_;
-#ifdef KOKKOS_ENABLE_CUDA
-  cudaStream_t stream_ = nullptr;
-  std::vector<cudaGraphExec_t> graphs_;
-#else
-  std::vector<int> graphs_;
-#endif
-#ifdef STATEXFER_HAVE_NCCL
-  ncclComm_t nccl_comm_ = nullptr;
-#endif
+  Lane<Exec> step_;
+  std::optional<Lane<Exec>> onloads_, offloads_;
+  int tier_teams_ = 0;
+  // The tier launch in flight: its sizes, whether its offloads' apply is held
+  // (hosts, offload-race), its host time (hosts), and the streams' points.
+  bool tier_launched_ = false, held_ = false;
+  std::pair<std::size_t, std::size_t> tier_sizes_{0, 0};
+  double tier_host_s_ = 0;
+  StreamEvent<Exec> step_start_, step_end_, tier_start_, onloads_done_, offloads_validated_, tier_done_;
 };
 
 }  // namespace statexfer::sim

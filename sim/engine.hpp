@@ -2,13 +2,15 @@
 #define STATEXFER_SIM_ENGINE_HPP
 
 // The simulated server. Each step: the scheduler plans one batch of snapshot /
-// restore / reset / tier-move commands and the commits of the last step's
-// verifies; the device state runs it through the one prepared transfer
-// (validate_and_apply() on one rank; validate, combine, apply across
-// tensor-parallel ranks, each holding its shard of every row and page); the
-// scheduler takes the codes; the model writes what the running requests
-// compute (and the sampler its accepted counts). Faults (--inject-fault) and
-// verification (--verify) hook in between; the engine alone keeps the statistics.
+// restore / reset commands and the commits of the last step's verifies, and
+// the host tier's moves (in the batch, or with --tier-moves stream in batches
+// of their own on the tier stream, whose codes come back a step later); the
+// device state runs them through the prepared transfers (validate_and_apply()
+// on one rank; validate, combine, apply across tensor-parallel ranks, each
+// holding its shard of every row and page); the scheduler takes the codes; the
+// model writes what the running requests compute (and the sampler its
+// accepted counts). Faults (--inject-fault) and verification (--verify) hook in
+// between; the recorder keeps the statistics, the limit's bytes and times.
 
 #include <chrono>
 #include <cstdint>
@@ -23,6 +25,8 @@
 #include "faults.hpp"
 #include "geometry.hpp"
 #include "model.hpp"
+#include "rate_probe.hpp"
+#include "recorder.hpp"
 #include "scheduler.hpp"
 #include "sim_config.hpp"
 #include "stats.hpp"
@@ -44,35 +48,42 @@ class Engine {
         device_(cfg_, geometry_, comm),
         scheduler_(cfg_, workload, geometry_),
         model_(geometry_),
-        faults_(cfg_.faults, comm.rank, geometry_) {
+        faults_(cfg_.faults, comm.rank, geometry_),
+        rec_(geometry_, comm) {
     if (cfg_.verify) verifier_.emplace(cfg_, geometry_, comm, device_);
-    stats_.requests = static_cast<std::int64_t>(workload.requests.size());
+    stats().requests = static_cast<std::int64_t>(workload.requests.size());
   }
 
 #ifdef STATEXFER_HAVE_NCCL
-  void set_nccl(ncclComm_t comm) { device_.set_nccl(comm); }
+  void set_nccl(ncclComm_t step, ncclComm_t tier) { device_.set_nccl(step, tier); }
 #endif
-  /// Prepares the transfer and the combiner, captures the graphs on CUDA.
-  void prepare() { device_.prepare(); }
+  /// Prepares the transfers and the combiners, captures the graphs on CUDA,
+  /// and probes this device's move rates (the report's limit).
+  void prepare() {
+    device_.prepare();
+    const std::int64_t mib = cfg_.probe_mib >= 0 ? cfg_.probe_mib : StreamEvent<Exec>::cuda ? 256 : 64;
+    stats().rates = probe_rates(device_.instance(), mib << 20);
+  }
 
   /// Runs every request (or --max-steps steps), then the final checks.
   const Stats& run(const Progress& progress) {
     describe_run();
     const auto start = Clock::now();
-    while (stats_.completed < stats_.requests && verify_ok()) {
-      if (cfg_.max_steps > 0 && stats_.steps >= cfg_.max_steps) break;
+    while (stats().completed < stats().requests && verify_ok()) {
+      if (cfg_.max_steps > 0 && stats().steps >= cfg_.max_steps) break;
       step();
-      if (progress) progress(stats_);
+      if (progress) progress(stats());
     }
+    take_tier(true);  // the last launch's moves
     if (verifier_ && verifier_->ok()) {
       const auto t = Clock::now();
-      verifier_->check_final(stats_.steps);
-      stats_.verify_s += seconds(Clock::now() - t);
+      verifier_->check_final(stats().steps);
+      stats().verify_s += seconds(Clock::now() - t);
       record_verification();
     }
-    stats_.wall_s = seconds(Clock::now() - start);
+    stats().wall_s = seconds(Clock::now() - start);
     finish_stats();
-    return stats_;
+    return stats();
   }
 
   std::int64_t width() const { return geometry_.table_width; }
@@ -80,55 +91,78 @@ class Engine {
   const std::vector<Fault>& faults() const { return faults_.faults(); }
 
  private:
+  Stats& stats() { return rec_.stats(); }
   static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
   bool verify_ok() const { return !verifier_ || verifier_->ok(); }
 
   void step() {
     const auto step_start = Clock::now();
-    const Batch& batch = scheduler_.plan_batch();
+    take_tier(false);
+    Stats& st = stats();
+    const Batch& batch = scheduler_.plan_batch(faults_.race_due(st.steps));
     auto t = Clock::now();
-    stats_.schedule_s += seconds(t - step_start);
+    st.schedule_s += seconds(t - step_start);
     device_.upload_tables(scheduler_.page_tables(), scheduler_.draft_tables(), scheduler_.take_changed_slots());
-    record_batch(batch);
+    rec_.issued(batch);
+    st.faults_injected = faults_.injected();
+    // Rank-local faults: this rank's view changed for this batch (faults.hpp);
+    // an offload-race snapshot is in the batch already.
+    const StepFaults faulted = batch.empty()
+                                   ? StepFaults{}
+                                   : faults_.inject(st.steps, batch, scheduler_.page_tables(), scheduler_.state_rows());
+    st.upload_s += lap(t);
+    launch_tier(faulted);
+    st.tier_s += lap(t);
     // A step without commands launches nothing (every rank's batch is empty alike),
     // as an engine skips a step's state moves when there are none.
-    StepFaults faulted;
-    double transfer_s = 0;
+    double transfer_s = 0, critical_s = 0;
     std::vector<std::int32_t> codes, positions;
     if (!batch.empty()) {
+      typename DeviceState<Exec>::Waits waits;
+      for (const BatchEntry& b : batch) waits.onloads = waits.onloads || b.after_onload;
+      for (const auto& h : faulted.hits) waits.validated_offloads = waits.validated_offloads || h.race;
       device_.upload_batch(batch);
-      // Rank-local faults: this rank's view changed for this batch (faults.hpp).
-      faulted = faults_.inject(stats_.steps, batch, scheduler_.page_tables(), scheduler_.state_rows());
+      if (!faulted.patches.empty()) device_.wait({false, false, true});  // no tier move sees a changed row
       patch(faulted, false);
-      stats_.upload_s += lap(t);
-      transfer_s = device_.run_transfer();
+      st.upload_s += lap(t);
+      const auto times = device_.run_transfer(waits);
+      transfer_s = times.wall_s;
+      critical_s = times.stream_s;
       t = Clock::now();
       codes = device_.errors(batch.size(), &positions);
       patch(faulted, true);
-      stats_.readback_s += lap(t);
-      stats_.transfer_s += transfer_s;
-      stats_.transfer_steps++;
+      st.readback_s += lap(t);
+      st.transfer_s += transfer_s;
+      st.transfer_steps++;
+      if (waits.onloads) st.steps_after_onload++;
     } else {
-      stats_.upload_s += lap(t);
+      st.upload_s += lap(t);
     }
 
     double verify_s = 0;
     if (verifier_) {
       t = Clock::now();
-      verifier_->check_transfer(stats_.steps, batch, codes, positions, faulted, scheduler_.page_tables(),
+      if (tier_) {  // the tier batches' codes now (the scheduler still takes them next step)
+        if (!tier_result_) tier_result_ = device_.take_tier();
+        verifier_->check_tier(st.steps, scheduler_.onload_batch(), scheduler_.offload_batch(),
+                              tier_result_->onload_codes, tier_result_->offload_codes, scheduler_.page_tables(),
+                              scheduler_.draft_tables());
+      }
+      verifier_->check_transfer(st.steps, batch, codes, positions, faulted, scheduler_.page_tables(),
                                 scheduler_.draft_tables());
       verify_s = lap(t);
-      stats_.verify_s += verify_s;
+      st.verify_s += verify_s;
       record_verification();
       if (!verifier_->ok()) return;
     }
 
-    record_results(batch, codes);
+    const MovedBytes moved = rec_.results(batch, codes);
+    st.step_moved += moved;
     faults_.record(faulted, codes);
-    stats_.faults_refused = faults_.refused();
+    st.faults_refused = faults_.refused();
     t = Clock::now();
     scheduler_.take_results(codes);
-    stats_.schedule_s += lap(t);
+    st.schedule_s += lap(t);
     if (verifier_) {
       verifier_->check_mirror(scheduler_.state_rows());
       if (!verifier_->ok()) {
@@ -139,14 +173,51 @@ class Engine {
     verify_s += run_model();
 
     // A schedule that can no longer move is a bug: stop rather than spin.
-    idle_steps_ = (batch.empty() && model_.jobs().empty()) ? idle_steps_ + 1 : 0;
+    const bool idle = batch.empty() && !tier_ && model_.jobs().empty();
+    idle_steps_ = idle ? idle_steps_ + 1 : 0;
     if (idle_steps_ > 1000) throw std::logic_error("statexfer-sim: the scheduler made no progress for 1000 steps");
 
-    stats_.transfer_us.push_back(static_cast<float>(transfer_s * 1e6));
-    stats_.step_us.push_back(static_cast<float>((seconds(Clock::now() - step_start) - verify_s) * 1e6));
-    stats_.step_commands.push_back(static_cast<std::int32_t>(batch.size()));
-    stats_.steps++;
-    record_scheduler();
+    st.transfer_us.push_back(static_cast<float>(transfer_s * 1e6));
+    st.critical_us.push_back(static_cast<float>(critical_s * 1e6));
+    st.limit_us.push_back(static_cast<float>(st.rates.seconds(moved) * 1e6));
+    st.step_us.push_back(static_cast<float>((seconds(Clock::now() - step_start) - verify_s) * 1e6));
+    st.step_commands.push_back(static_cast<std::int32_t>(batch.size()));
+    st.steps++;
+    rec_.scheduler(scheduler_.counts(), scheduler_.now_ms());
+  }
+
+  // The step's tier batches on the tier stream (on hosts: run now, before the
+  // step's batch; an offload-race holds the offloads' apply until after it).
+  void launch_tier(const StepFaults& faulted) {
+    const Batch& on = scheduler_.onload_batch();
+    const Batch& off = scheduler_.offload_batch();
+    tier_ = !on.empty() || !off.empty();
+    if (!tier_) return;
+    rec_.issued(on);
+    rec_.issued(off);
+    bool race = false;
+    for (const auto& h : faulted.hits) race = race || h.race;
+    device_.launch_tier(on, off, race);
+    stats().tier_launches++;
+  }
+
+  // The last tier launch's codes to the scheduler, a step after it (or at the
+  // end of the run): the moves' rows change hands.
+  void take_tier(bool last) {
+    if (!tier_) return;
+    if (!tier_result_) tier_result_ = device_.take_tier();
+    Stats& st = stats();
+    const auto& r = *tier_result_;
+    MovedBytes moved = rec_.results(scheduler_.onload_batch(), r.onload_codes);
+    moved += rec_.results(scheduler_.offload_batch(), r.offload_codes);
+    st.tier_moved += moved;
+    st.tier_wait_s += r.wait_s;
+    st.tier_us.push_back(static_cast<float>(r.stream_s * 1e6));
+    st.tier_limit_us.push_back(static_cast<float>(st.rates.seconds(moved) * 1e6));
+    scheduler_.take_tier_results(r.onload_codes, r.offload_codes);
+    tier_result_.reset();
+    tier_ = false;
+    if (last) rec_.scheduler(scheduler_.counts(), scheduler_.now_ms());
   }
 
   // This rank's faulted view for the batch (`undo`: back as it was).
@@ -166,18 +237,19 @@ class Engine {
   // The model step on the device (and on the verifier's replica); returns the
   // seconds the replica took.
   double run_model() {
+    Stats& st = stats();
     const auto start = Clock::now();
-    model_.begin_step(stats_.steps);
+    model_.begin_step(st.steps);
     const std::int64_t verifies = scheduler_.counts().verifies;
     scheduler_.advance_requests(model_);
     const bool verified = scheduler_.counts().verifies > verifies;
     auto t = Clock::now();
     const double advance_s = seconds(t - start);
-    stats_.schedule_s += advance_s;
+    st.schedule_s += advance_s;
     device_.run_model(model_.jobs());
     if (verified) {  // the sampler's accepted counts, which the next batch's commits read
       device_.upload_accepted(model_.accepted());
-      stats_.steps_verifying++;
+      st.steps_verifying++;
     }
     double replica_s = 0;
     if (verifier_) {
@@ -186,9 +258,9 @@ class Engine {
       replica_s = seconds(Clock::now() - v);
     }
     device_.fence();
-    stats_.fill_s += seconds(Clock::now() - t) - replica_s;
-    stats_.model_s += seconds(Clock::now() - start) - replica_s;
-    stats_.verify_s += replica_s;
+    st.fill_s += seconds(Clock::now() - t) - replica_s;
+    st.model_s += seconds(Clock::now() - start) - replica_s;
+    st.verify_s += replica_s;
     return replica_s;
   }
 
@@ -200,138 +272,44 @@ class Engine {
     return s;
   }
 
-  // --- statistics: the only writers of stats_ -------------------------------------
-
   void describe_run() {
+    Stats& st = stats();
     const Geometry& g = geometry_;
-    stats_.rows = g.rows;
-    stats_.row_bytes = g.row_bytes;
-    stats_.pages = g.pages;
-    stats_.width = g.table_width;
-    stats_.ranks = comm_.size;
-    stats_.backend = Exec::name();
-    stats_.combiner = device_.combiner_name();
-    stats_.graphs = device_.graphs();
-    stats_.memory_bytes = g.memory_bytes();
-    stats_.host_memory_bytes = g.host_memory_bytes();
-  }
-
-  void record_batch(const Batch& batch) {
-    for (const BatchEntry& b : batch) stats_.issued[b.kind]++;
-    stats_.faults_injected = faults_.injected();
-  }
-
-  void record_results(const Batch& batch, const std::vector<std::int32_t>& codes) {
-    bool commits = false;
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      const BatchEntry& b = batch[i];
-      const std::int32_t code = codes[i];
-      const int c = code >= 0 && code <= 6 ? code : 7;
-      stats_.errors[c]++;
-      const bool ok = code == 0;
-      (ok ? stats_.applied : stats_.failed)[b.kind]++;
-      if (b.kind == kind_commit) {
-        commits = true;
-        stats_.commit_errors[c]++;
-        // A copying commit moves the accepted row (all but the excluded scratch);
-        // a remap, or accepting nothing, moves no byte (docs/CONTRACT.md §13).
-        if (ok && geometry_.commit_copy && b.accepted > 0) {
-          stats_.row_bytes_moved += geometry_.row_copy_bytes;
-          stats_.commit_bytes += geometry_.row_copy_bytes;
-        }
-        continue;
-      }
-      if (ok) record_bytes(b.cmd, b.kind);
-      if (ok && b.cmd.operation == statexfer::op_restore_from_host) stats_.host_restores++;
-    }
-    if (commits) stats_.commit_steps++;
-  }
-
-  // This rank's bytes of one applied command: the row, its partial page in every
-  // KV plane, its trailing pages in every draft plane.
-  // An offload's bytes go to the host, an onload's and a restore from the host's
-  // (its row and the pages it restores from that row) come from it.
-  void record_bytes(const Command& c, int kind) {
-    const Geometry& g = geometry_;
-    stats_.row_bytes_moved += g.row_copy_bytes;
-    std::int64_t pages = 0;
-    if (c.operation == statexfer::op_copy || c.operation == statexfer::op_restore_from_host) {
-      if (c.expected_consumed % g.page_tokens != 0) pages += g.kv_planes * g.kv_page_bytes;
-      for (int part = 0; part < 2 && g.draft_planes > 0; ++part) {
-        const std::int64_t t_logical = c.expected_consumed / g.page_tokens + part - 1;
-        if (c.expected_consumed > 1 && t_logical >= 0 && (part == 0 || c.expected_consumed % g.page_tokens >= 2))
-          pages += g.draft_planes * g.draft_page_bytes;
-      }
-    }
-    stats_.page_bytes_moved += pages;
-    if (kind == kind_snapshot) stats_.snapshot_bytes += g.row_copy_bytes + pages;
-    if (c.operation == statexfer::op_offload) stats_.bytes_to_host += g.row_copy_bytes;
-    if (c.operation == statexfer::op_onload || c.operation == statexfer::op_restore_from_host)
-      stats_.bytes_from_host += g.row_copy_bytes + pages;
-  }
-
-  void record_scheduler() {
-    const SchedulerCounts& s = scheduler_.counts();
-    stats_.admitted = s.admitted;
-    stats_.completed = s.completed;
-    stats_.hits = s.hits;
-    stats_.device_hits = s.device_hits;
-    stats_.host_hits = s.host_hits;
-    stats_.misses = s.misses;
-    stats_.prompt_tokens = s.prompt_tokens;
-    stats_.restored_tokens = s.restored_tokens;
-    stats_.prefill_tokens = s.prefill_tokens;
-    stats_.decode_tokens = s.decode_tokens;
-    stats_.checkpoint_snapshots = s.checkpoint_snapshots;
-    stats_.completion_snapshots = s.completion_snapshots;
-    stats_.restore_fallbacks = s.restore_fallbacks;
-    stats_.queued = s.queued;
-    stats_.verifies = s.verifies;
-    stats_.drafted_tokens = s.drafted_tokens;
-    stats_.verified_tokens = s.verified_tokens;
-    stats_.committed_tokens = s.committed_tokens;
-    stats_.accepted_drafts = s.accepted_drafts;
-    stats_.commit_fallbacks = s.commit_fallbacks;
-    stats_.verify_pauses = s.verify_pauses;
-    stats_.accepted_histogram = s.accepted_histogram;
-    stats_.sim_ms = scheduler_.now_ms();
+    st.rows = g.rows;
+    st.row_bytes = g.row_bytes;
+    st.pages = g.pages;
+    st.width = g.table_width;
+    st.ranks = comm_.size;
+    st.backend = Exec::name();
+    st.combiner = device_.combiner_name();
+    st.graphs = device_.graphs();
+    st.memory_bytes = g.memory_bytes();
+    st.host_memory_bytes = g.host_memory_bytes();
+    st.clock = stream_clock_name<Exec>();
+    st.tier_moves = g.host_rows == 0 ? "" : device_.tier_stream() ? "stream" : "step";
+    st.tier_teams = device_.tier_teams();
   }
 
   void record_verification() {
-    stats_.verify_ok = verifier_->ok();
-    stats_.verify_message = verifier_->message();
-    stats_.verify_steps = verifier_->steps_checked();
-    stats_.verify_full = verifier_->full_checks();
+    Stats& st = stats();
+    st.verify_ok = verifier_->ok();
+    st.verify_message = verifier_->message();
+    st.verify_steps = verifier_->steps_checked();
+    st.verify_full = verifier_->full_checks();
   }
 
   void finish_stats() {
-    record_scheduler();
-    const PrefixCache& cache = scheduler_.prefix_cache();
-    stats_.cache_published = cache.published();
-    stats_.cache_evictions = cache.evictions();
-    stats_.cache_reservations = cache.reservations();
-    stats_.cache_refused = cache.reservations_refused();
-    stats_.cache_releases = cache.releases();
-    stats_.demotions = cache.demotions();
-    stats_.promotions = cache.promotions();
-    stats_.host_evictions = cache.host_evictions();
-    stats_.host_published = cache.host_published();
-    stats_.total_bytes_moved = comm_.sum(stats_.row_bytes_moved + stats_.page_bytes_moved);
-    stats_.total_snapshot_bytes = comm_.sum(stats_.snapshot_bytes);
-    stats_.total_commit_bytes = comm_.sum(stats_.commit_bytes);
-    stats_.queue_ms = scheduler_.queue_delays_ms();
-    stats_.model_state_bytes = model_.state_bytes_written();
-    stats_.model_token_bytes = model_.token_bytes_written();
-    if (comm_.distributed()) {
-      // Every rank ran the same schedule with the same combined codes.
-      for (std::int64_t v : {stats_.steps, stats_.applied[0], stats_.applied[1], stats_.applied[2], stats_.failed[0],
-                             stats_.failed[1], stats_.failed[2], stats_.applied[kind_commit],
-                             stats_.failed[kind_commit], stats_.accepted_drafts, stats_.hits, stats_.completed})
-        if (comm_.min(v) != comm_.max(v)) stats_.cross_rank_ok = false;
-    }
-    stats_.faults_injected = faults_.injected();
-    stats_.faults_refused = faults_.refused();
-    stats_.faults_missed = faults_.missed();
+    Stats& st = stats();
+    rec_.scheduler(scheduler_.counts(), scheduler_.now_ms());
+    rec_.cache(scheduler_.prefix_cache());
+    rec_.finish();
+    st.queue_ms = scheduler_.queue_delays_ms();
+    st.model_state_bytes = model_.state_bytes_written();
+    st.model_token_bytes = model_.token_bytes_written();
+    st.faults_injected = faults_.injected();
+    st.faults_refused = faults_.refused();
+    st.faults_settled = faults_.settled();
+    st.faults_missed = faults_.missed();
   }
 
   const SimConfig cfg_;
@@ -341,8 +319,10 @@ class Engine {
   Scheduler scheduler_;
   Model model_;
   FaultInjector faults_;
+  Recorder rec_;
   std::optional<Verifier<Exec>> verifier_;
-  Stats stats_;
+  bool tier_ = false;  // a tier launch whose codes the scheduler has not taken
+  std::optional<typename DeviceState<Exec>::TierResult> tier_result_;
   std::int64_t idle_steps_ = 0;
 };
 

@@ -38,13 +38,15 @@ Fault parse_fault(const std::string& text) {
         f.type = FaultType::accepted_disagree;
       else if (k == "recycled-key")
         f.type = FaultType::recycled_key;
+      else if (k == "offload-race")
+        f.type = FaultType::offload_race;
       else if (k != "any")
         throw std::invalid_argument(text);
     }
   } catch (const std::exception&) {
     throw std::invalid_argument(
         "expected RANK:STEP or RANK:STEP:KIND (snapshot, restore, host-restore, any, stale-position, "
-        "accepted-range, accepted-disagree, recycled-key), got '" +
+        "accepted-range, accepted-disagree, recycled-key, offload-race), got '" +
         text + "'");
   }
   return f;
@@ -57,6 +59,7 @@ std::string fault_kind_name(const Fault& f) {
     case FaultType::accepted_range: return "accepted-range";
     case FaultType::accepted_disagree: return "accepted-disagree";
     case FaultType::recycled_key: return "recycled-key";
+    case FaultType::offload_race: return "offload-race";
   }
   return "?";
 }
@@ -78,6 +81,14 @@ StepFaults FaultInjector::inject(std::int64_t step, const Batch& batch, const st
       const BatchEntry& b = batch[static_cast<std::size_t>(i)];
       const Command& c = b.cmd;
       if (out.hit(i)) continue;
+      if (f.type == FaultType::offload_race) {  // the scheduler issued it (race_due()); nothing to change
+        if (!b.race) continue;
+        f.injected_step = step, f.command = i, f.op = c.operation, f.hit_kind = b.kind, f.slot = c.request_slot;
+        f.commands = 1;
+        out.hits.push_back({fi, f.rank, i, true});
+        injected_++;
+        break;
+      }
       FaultPatch p;
       p.rank = f.rank;
       if (f.type == FaultType::page) {
@@ -140,6 +151,16 @@ StepFaults FaultInjector::inject(std::int64_t step, const Batch& batch, const st
   return out;
 }
 
+bool FaultInjector::race_due(std::int64_t step) const {
+  bool race = false;
+  for (const Fault& f : faults_) {
+    if (f.injected_step >= 0 || step < f.step) continue;
+    if (f.type != FaultType::offload_race) return false;  // the others first: no view changed beside the race
+    race = true;
+  }
+  return race;
+}
+
 void FaultInjector::record(const StepFaults& step, const std::vector<std::int32_t>& codes) {
   for (const auto& h : step.hits) {
     Fault& f = faults_[h.fault];
@@ -153,6 +174,12 @@ void FaultInjector::record(const StepFaults& step, const std::vector<std::int32_
   }
 }
 
+bool FaultInjector::settled(const Fault& f) {
+  if (f.injected_step < 0) return false;
+  if (f.type == FaultType::offload_race) return f.code == 0 || f.code == 7;
+  return f.refused;
+}
+
 std::int64_t FaultInjector::missed() const {
   std::int64_t n = 0;
   for (const Fault& f : faults_)
@@ -164,6 +191,13 @@ std::int64_t FaultInjector::refused() const {
   std::int64_t n = 0;
   for (const Fault& f : faults_)
     if (f.injected_step >= 0 && f.refused) n++;
+  return n;
+}
+
+std::int64_t FaultInjector::settled() const {
+  std::int64_t n = 0;
+  for (const Fault& f : faults_)
+    if (settled(f)) n++;
   return n;
 }
 

@@ -8,6 +8,8 @@
 // on that rank (or, for a disagreeing count, in the combiner) and the error
 // combiner must make it fail on every rank. Each change is undone after the
 // batch: the commands it touches are refused, so nothing it changed is written.
+// offload-race is no view but a schedule (the scheduler issues a snapshot into
+// a row its offload still reads, on every rank): row claims refuse it.
 
 #include <cstdint>
 #include <string>
@@ -38,6 +40,7 @@ struct StepFaults {
     std::size_t fault;     ///< index in FaultInjector::faults()
     int rank;              ///< the rank it changes
     std::int64_t command;  ///< the command row it makes fail
+    bool race = false;     ///< offload-race: code 7, or 0 where the offload finished first
   };
   std::vector<Hit> hits;
   std::vector<FaultPatch> patches;  ///< of every rank
@@ -47,12 +50,17 @@ struct StepFaults {
       if (h.command == command) return true;
     return false;
   }
+  bool raced(std::int64_t command) const {
+    for (const auto& h : hits)
+      if (h.command == command && h.race) return true;
+    return false;
+  }
 };
 
 /// --inject-fault's RANK:STEP[:KIND]; std::invalid_argument saying what it expected.
 Fault parse_fault(const std::string& text);
 /// "any", "snapshot", "restore", "host-restore", "stale-position", "accepted-range",
-/// "accepted-disagree", "recycled-key": the KIND of --inject-fault.
+/// "accepted-disagree", "recycled-key", "offload-race": the KIND of --inject-fault.
 std::string fault_kind_name(const Fault& f);
 /// The kind of command a fault hit: "snapshot", "restore", "restore from host", "commit", ...
 std::string hit_name(const Fault& f);
@@ -70,9 +78,18 @@ class FaultInjector {
   /// the host page tables, `state_rows` the scheduler's mirror.
   StepFaults inject(std::int64_t step, const Batch& batch, const std::vector<std::int32_t>& tables,
                     const HostStateRows& state_rows);
+  /// Whether the scheduler is to issue an offload-race snapshot at `step`: one
+  /// is due and no other fault is (so no rank's view is changed beside it).
+  bool race_due(std::int64_t step) const;
   /// The combined codes of the step's batch: each fault's code and whether
   /// every command it hit was refused.
   void record(const StepFaults& step, const std::vector<std::int32_t>& codes);
+  /// Whether an injected fault ended as the contract says: refused on every
+  /// rank; an offload-race refused with code 7, or applied (code 0) where the
+  /// offload had finished before the snapshot's validation.
+  static bool settled(const Fault& f);
+  /// Injected faults that settled so.
+  std::int64_t settled() const;
 
   std::int64_t injected() const { return injected_; }
   /// Faults that found no command.

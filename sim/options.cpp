@@ -20,6 +20,7 @@ namespace {
 struct Text {
   std::string prefix_len = "256:1024", input_len = "16:256", output_len = "8:48";
   std::string trace_format = "auto", policy = "ends", model_writes = "read", commit_move = "remap";
+  std::string tier_moves = "stream";
   std::vector<std::string> faults;
   bool no_graphs = false, no_combine = false, no_completion = false;
 };
@@ -85,7 +86,7 @@ void add_workload(CLI::App& app, Options& o, Text& t) {
   app.add_option("--dump-trace", o.dump_trace, "write the workload as a JSON-lines trace")->group(wl);
 }
 
-void add_geometry(CLI::App& app, Options& o) {
+void add_geometry(CLI::App& app, Options& o, Text& t) {
   auto* geo = "Pool and model (whole model; each rank holds a shard)";
   SimConfig& cfg = o.cfg;
   app.add_option("--model", o.model_name,
@@ -99,6 +100,15 @@ void add_geometry(CLI::App& app, Options& o) {
   app.add_option("--snapshot-rows", cfg.snapshot_rows, "prefix-cache snapshot rows")->group(geo)->capture_default_str();
   app.add_option("--host-snapshot-rows", cfg.host_snapshot_rows,
                  "host-tier snapshot rows: LRU device snapshots are demoted there instead of evicted (0: none)")
+      ->group(geo)
+      ->capture_default_str();
+  app.add_option("--tier-moves", t.tier_moves,
+                 "stream: offloads and onloads in batches of their own on a stream of their own, sharing row claims "
+                 "with the step's batch; step: in the step's batch")
+      ->group(geo)
+      ->capture_default_str();
+  app.add_option("--tier-teams", cfg.tier_teams,
+                 "the tier batches' apply() league (0: 1/8 of the SMs on GPUs, the library's default on hosts)")
       ->group(geo)
       ->capture_default_str();
   app.add_option("--page-tokens", cfg.page_tokens, "tokens per KV page")->group(geo)->capture_default_str();
@@ -194,7 +204,8 @@ void add_checking(CLI::App& app, Options& o, Text& t) {
          "partial page finds it unmapped in RANK's page table only; or, on RANK only, the first commit's accepted "
          "position row at a stale endpoint (stale-position), its accepted count K + 1 (accepted-range) or another "
          "valid count (accepted-disagree, --tp 2 or more), the first restore's row holding another prefix's key "
-         "(recycled-key) (repeatable)")
+         "(recycled-key); or, on every rank, the first snapshot into a row being offloaded issued without waiting "
+         "for the offload (offload-race: code 7) (repeatable)")
       ->group(chk);
   app.add_flag("--no-combine", t.no_combine, "skip the error combiner (shows why it is needed; needs --verify)")
       ->group(chk);
@@ -209,6 +220,11 @@ void add_output(CLI::App& app, Options& o) {
   app.add_flag("--progress", o.progress_forced, "draw the progress bar even when stdout is not a terminal")
       ->group(outg);
   app.add_flag("--no-progress", o.no_progress, "no progress bar")->group(outg);
+  app.add_option("--probe-mib", o.cfg.probe_mib,
+                 "MiB of the start-up probe of this device's copy, fill and host-tier rates, which give the report's "
+                 "limit (-1: 256 on GPUs, 64 on hosts; 0: no probe, no limit)")
+      ->group(outg)
+      ->capture_default_str();
   app.add_flag("--quiet,-q", o.quiet, "no summary (the JSON report and the exit status remain)")->group(outg);
 }
 
@@ -232,6 +248,10 @@ void check_faults(Options& o, const Text& t) {
     // One rank's accepted count is the acceptance: a different valid count is
     // a different acceptance, which applies (the position row holds the state
     // at that endpoint too); only ranks that read different counts disagree.
+    if (f.type == FaultType::offload_race && (cfg.host_snapshot_rows == 0 || !cfg.tier_stream))
+      throw CLI::ValidationError("--inject-fault",
+                                 "offload-race needs a host tier (--host-snapshot-rows) with its moves on their own "
+                                 "stream (--tier-moves stream)");
     if (f.type == FaultType::accepted_disagree && cfg.tp < 2)
       throw CLI::ValidationError("--inject-fault",
                                  "accepted-disagree needs --tp 2 or more: with one rank a different count is "
@@ -249,6 +269,13 @@ void check(const CLI::App& app, Options& o, const Text& t) {
   if (t.no_combine && !cfg.verify) throw CLI::ValidationError("--no-combine", "needs --verify");
   if (t.model_writes != "read" && t.model_writes != "all")
     throw CLI::ValidationError("--model-writes", "expected read or all, got '" + t.model_writes + "'");
+  if (t.tier_moves != "stream" && t.tier_moves != "step")
+    throw CLI::ValidationError("--tier-moves", "expected stream or step, got '" + t.tier_moves + "'");
+  cfg.tier_stream = t.tier_moves == "stream";
+  if (cfg.tier_teams < 0 || cfg.tier_teams > (1 << 20))
+    throw CLI::ValidationError("--tier-teams", "must be 0 (default) to 2^20");
+  if (cfg.probe_mib < -1 || cfg.probe_mib > 65536)
+    throw CLI::ValidationError("--probe-mib", "must be -1 (default), 0 (none) or up to 65536");
   if (t.commit_move != "remap" && t.commit_move != "copy")
     throw CLI::ValidationError("--commit-move", "expected remap or copy, got '" + t.commit_move + "'");
   if (cfg.spec_tokens < 0 || cfg.spec_tokens > statexfer::max_speculative_positions)
@@ -288,7 +315,7 @@ int parse_options(int argc, const char* const* argv, Options& out) {
       "--kokkos- are passed to Kokkos::initialize."};
   app.get_formatter()->column_width(34);
   add_workload(app, out, text);
-  add_geometry(app, out);
+  add_geometry(app, out, text);
   add_scheduling(app, out, text);
   add_speculative(app, out, text);
   add_checking(app, out, text);

@@ -24,7 +24,9 @@ std::optional<PrefixCache::Location> PrefixCache::lookup(const PrefixKey& key) {
       if (++e.host_hits >= promote_after_host_hits) promote(key, e);
       return at;
     }
-    case State::promoting: return Location{true, e.row};
+    case State::promoting:
+      if (e.issued && read_onloading_) return Location{false, e.target, true};
+      return Location{true, e.row};
   }
   return std::nullopt;
 }
@@ -46,7 +48,7 @@ std::optional<std::int64_t> PrefixCache::take_device_row() {
     if (auto host_row = take_host_row()) {
       v.state = State::demoting;
       v.target = *host_row;
-      awaiting_.insert(row);
+      awaiting_[row]++;
       demote_queue_.push_back(victim);
       ++demotions_;
       return row;
@@ -132,10 +134,12 @@ std::vector<PrefixCache::Move> PrefixCache::take_moves(std::int64_t room) {
   std::vector<PrefixKey> waiting;
   for (const PrefixKey& k : promote_queue_) {
     const Entry& e = entries_.at(k);
-    if (ready(e.target) && !full())
+    if (ready(e.target) && !full()) {
       moves.push_back({k, false, e.row, e.target});
-    else
+      entries_.at(k).issued = true;
+    } else {
       waiting.push_back(k);  // its device row is still being demoted, or no room
+    }
   }
   promote_queue_.swap(waiting);
   return moves;
@@ -144,7 +148,7 @@ std::vector<PrefixCache::Move> PrefixCache::take_moves(std::int64_t room) {
 void PrefixCache::moved(const Move& m, bool ok) {
   Entry& e = entries_.at(m.key);
   if (m.offload) {
-    awaiting_.erase(m.src);  // the device row goes to its reservation either way
+    if (--awaiting_.at(m.src) == 0) awaiting_.erase(m.src);  // the row goes to its reservation either way
     if (!ok) {
       free_host_rows_.push_back(m.dst);
       entries_.erase(m.key);
@@ -172,6 +176,7 @@ void PrefixCache::moved(const Move& m, bool ok) {
     e.state = State::host;
   }
   e.target = -1;
+  e.issued = false;
 }
 
 }  // namespace statexfer::sim

@@ -19,12 +19,17 @@
 // snapshot's, so hot entries return to the device while a one-off hit costs no
 // demotion. Rows that a move writes are taken at the decision and written in a
 // later batch, so no command of the deciding batch can read them.
+//
+// With the moves on a stream of their own (read_onloading), a move's result
+// comes a step after it was issued; meanwhile a demoting entry's device row and
+// host row and a promoting entry's host row stay taken as above, and a lookup
+// of an entry whose onload is in flight names its device row, marked
+// after_onload: the step that restores from it waits for the onloads first.
 
 #include <cstdint>
 #include <list>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "workload.hpp"
@@ -37,6 +42,7 @@ class PrefixCache {
   struct Location {
     bool host = false;
     std::int64_t row = 0;
+    bool after_onload = false;  ///< a device row an onload in flight writes: read it after the onloads
   };
   /// A row move between the tiers: an offload (device src -> host dst) or an onload.
   struct Move {
@@ -50,6 +56,9 @@ class PrefixCache {
   PrefixCache() = default;
   /// Snapshot rows [first_row, first_row + rows); host rows 1..host_rows (0: no host tier).
   PrefixCache(std::int64_t first_row, std::int64_t rows, std::int64_t host_rows = 0);
+  /// Lookups name the device row of an entry whose onload was issued (the moves
+  /// run on their own stream), instead of its host row.
+  void read_onloading(bool on) { read_onloading_ = on; }
 
   /// The location of a published key (marked most recently used in its tier; a
   /// host hit may promote it).
@@ -95,6 +104,7 @@ class PrefixCache {
     std::int64_t row = 0;      // the device row (reserved, device, demoting) or the host row (host, promoting)
     std::int64_t target = -1;  // demoting: the host row; promoting: the device row
     int host_hits = 0;
+    bool issued = false;  // promoting: its onload is in flight
     std::list<PrefixKey>::iterator lru;
   };
 
@@ -102,11 +112,14 @@ class PrefixCache {
   std::optional<std::int64_t> take_host_row();
   void promote(const PrefixKey& key, Entry& e);
 
-  bool tier_ = false;
+  bool tier_ = false, read_onloading_ = false;
   std::unordered_map<PrefixKey, Entry, PrefixKeyHash> entries_;
   std::list<PrefixKey> lru_, host_lru_;  // published keys of each tier, most recently used first
   std::vector<std::int64_t> free_rows_, free_host_rows_;
-  std::unordered_set<std::int64_t> awaiting_;  // device rows whose demotion has not applied yet
+  // Device rows whose demotions have not applied yet, with how many: an
+  // offload-race snapshot published into a row whose offload is in flight can
+  // be demoted again before that offload's result comes.
+  std::unordered_map<std::int64_t, int> awaiting_;
   std::vector<PrefixKey> demote_queue_, promote_queue_;
   std::int64_t evictions_ = 0, host_evictions_ = 0, demotions_ = 0, promotions_ = 0;
   std::int64_t reservations_ = 0, reservations_refused_ = 0, publications_ = 0, releases_ = 0;

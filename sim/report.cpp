@@ -48,10 +48,9 @@ void print_speculative(std::FILE* out, const Stats& st, const RunInfo& info) {
   const SimConfig& c = info.config;
   const auto applied = st.applied[kind_commit], refused = st.failed[kind_commit];
   std::string codes;
-  for (int code = 1; code < 8; ++code)
+  for (int code = 1; code < code_slots; ++code)
     if (st.commit_errors[code] > 0)
-      codes += std::string(codes.empty() ? "" : ", ") + (code < 7 ? statexfer::command_error_name(code) : "other") +
-               " " + grouped(st.commit_errors[code]);
+      codes += std::string(codes.empty() ? "" : ", ") + code_name(code) + " " + grouped(st.commit_errors[code]);
   std::string histogram;
   for (std::int64_t a = 0; a <= c.spec_tokens; ++a)
     histogram += (a > 0 ? " " : "") + grouped(st.accepted_histogram[static_cast<std::size_t>(a)]);
@@ -76,6 +75,34 @@ void print_speculative(std::FILE* out, const Stats& st, const RunInfo& info) {
                per(st.committed_tokens, st.commit_steps), per(st.accepted_drafts, st.commit_steps),
                per(st.verified_tokens, st.verifies), per(st.committed_tokens, applied + refused),
                bytes(static_cast<double>(st.total_commit_bytes)).c_str(), grouped(st.verify_pauses).c_str());
+}
+
+// The limit line (the critical path against the physics of its bytes) and,
+// with the tier stream, its line.
+void print_limit(std::FILE* out, const Stats& st) {
+  const LimitFigures f = limit_figures(st);
+  const CopyRates& r = st.rates;
+  if (r.measured())
+    std::fprintf(
+        out,
+        "  limit        critical path %s per step (p50 %s, p99 %s), limit %s: efficiency %.1f%% (%s steps with "
+        "commands; rates: copy %s, fill %s, to device %s, to host %s; %s)\n",
+        us(f.critical.mean).c_str(), us(f.critical.p50).c_str(), us(f.critical.p99).c_str(), us(f.limit).c_str(),
+        100 * f.efficiency, grouped(f.steps).c_str(), rate(r.copy).c_str(), rate(r.fill).c_str(),
+        rate(r.to_device).c_str(), rate(r.to_host).c_str(), st.clock.c_str());
+  else
+    std::fprintf(out, "  limit        not probed (--probe-mib 0); critical path %s per step (p50 %s, p99 %s; %s)\n",
+                 us(f.critical.mean).c_str(), us(f.critical.p50).c_str(), us(f.critical.p99).c_str(), st.clock.c_str());
+  if (st.tier_moves != "stream") return;
+  const double n = static_cast<double>(std::max<std::int64_t>(st.steps, 1));
+  std::fprintf(out,
+               "  tier stream  %s launches (onloads, then offloads; apply league %s): %s each (p99 %s), limit %s: "
+               "efficiency %.1f%%; the host waited %s per step for them; %s restores read rows being onloaded (%s "
+               "steps waited for the onloads)\n",
+               grouped(f.launches).c_str(), st.tier_teams > 0 ? grouped(st.tier_teams).c_str() : "default",
+               us(f.tier.mean).c_str(), us(f.tier.p99).c_str(), us(f.tier_limit).c_str(), 100 * f.tier_efficiency,
+               us(1e6 * st.tier_wait_s / n).c_str(), grouped(st.restores_after_onload).c_str(),
+               grouped(st.steps_after_onload).c_str());
 }
 
 }  // namespace
@@ -153,10 +180,11 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
   }
   if (c.host_snapshot_rows > 0)
     std::fprintf(out,
-                 "  host tier    %s rows (%s of host memory per rank): hits %s device + %s host; %s demoted "
+                 "  host tier    %s rows (%s of host memory per rank), moves %s: hits %s device + %s host; %s demoted "
                  "(offloads), %s promoted (onloads), %s restores from host; %s host evictions, %s published at end; "
                  "this rank %s to host, %s from host\n",
                  grouped(c.host_snapshot_rows).c_str(), bytes(static_cast<double>(st.host_memory_bytes)).c_str(),
+                 st.tier_moves == "stream" ? "on the tier stream" : "in the step's batch",
                  grouped(st.device_hits).c_str(), grouped(st.host_hits).c_str(),
                  grouped(st.applied[kind_offload]).c_str(), grouped(st.applied[kind_onload]).c_str(),
                  grouped(st.host_restores).c_str(), grouped(st.host_evictions).c_str(),
@@ -174,10 +202,10 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                grouped(std::llround(cmds / std::max(st.wall_s, 1e-9))).c_str());
   if (c.spec_tokens > 0) print_speculative(out, st, info);
   std::string errs;
-  for (int code = 0; code < 8; ++code) {
+  for (int code = 0; code < code_slots; ++code) {
     if (st.errors[code] == 0 && code != 0) continue;
     if (!errs.empty()) errs += ", ";
-    errs += std::string(code < 7 ? statexfer::command_error_name(code) : "other") + " " + grouped(st.errors[code]);
+    errs += std::string(code_name(code)) + " " + grouped(st.errors[code]);
   }
   std::fprintf(out, "  errors       %s", errs.c_str());
   if (st.faults_injected > 0)
@@ -191,7 +219,10 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                    f.rank, static_cast<long long>(f.step), fault_kind_name(f).c_str(),
                    static_cast<long long>(f.injected_step), static_cast<long long>(f.command), hit_name(f).c_str(),
                    static_cast<long long>(f.slot), static_cast<long long>(f.commands), f.commands == 1 ? "" : "s",
-                   statexfer::command_error_name(f.code), f.refused ? ", refused on every rank" : ", NOT refused");
+                   statexfer::command_error_name(f.code),
+                   f.refused                                                        ? ", refused on every rank"
+                   : FaultInjector::settled(f) && f.type == FaultType::offload_race ? ", applied after the offload"
+                                                                                    : ", NOT refused");
   std::fprintf(out, "  bytes moved  %s (all ranks; this rank: rows %s, pages %s)\n", bytes(moved).c_str(),
                bytes(static_cast<double>(st.row_bytes_moved)).c_str(),
                bytes(static_cast<double>(st.page_bytes_moved)).c_str());
@@ -200,18 +231,20 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
                "with commands) mean %s, p50 %s, p99 %s, max %s; whole step mean %s, p99 %s\n",
                grouped(st.transfer_steps).c_str(), us(tr.mean).c_str(), us(tr.p50).c_str(), us(tr.p99).c_str(),
                us(tr.max).c_str(), us(sp.mean).c_str(), us(sp.p99).c_str());
+  print_limit(out, st);
   std::fprintf(
       out, "  bandwidth    %.2f GB/s through the transfers (%.2f s of %.2f s; model writes %.2f s, verify %.2f s)\n",
       st.transfer_s > 0 ? moved / st.transfer_s / 1e9 : 0.0, st.transfer_s, st.wall_s, st.model_s, st.verify_s);
   const double n = static_cast<double>(std::max<std::int64_t>(st.steps, 1));
-  const double other =
-      std::max(0.0, st.wall_s - st.verify_s - st.schedule_s - st.upload_s - st.transfer_s - st.readback_s - st.fill_s);
+  const double other = std::max(0.0, st.wall_s - st.verify_s - st.schedule_s - st.upload_s - st.tier_s - st.transfer_s -
+                                         st.readback_s - st.fill_s);
+  const std::string tier = st.tier_moves == "stream" ? ", tier launches " + us(1e6 * st.tier_s / n) : "";
   std::fprintf(
       out,
-      "  host/step    mean over all steps: scheduling %s, uploads %s, transfer %s, codes back %s, model fills %s "
+      "  host/step    mean over all steps: scheduling %s, uploads %s%s, transfer %s, codes back %s, model fills %s "
       "(%s of state, %s of KV written), other %s\n",
-      us(1e6 * st.schedule_s / n).c_str(), us(1e6 * st.upload_s / n).c_str(), us(1e6 * st.transfer_s / n).c_str(),
-      us(1e6 * st.readback_s / n).c_str(), us(1e6 * st.fill_s / n).c_str(),
+      us(1e6 * st.schedule_s / n).c_str(), us(1e6 * st.upload_s / n).c_str(), tier.c_str(),
+      us(1e6 * st.transfer_s / n).c_str(), us(1e6 * st.readback_s / n).c_str(), us(1e6 * st.fill_s / n).c_str(),
       bytes(static_cast<double>(st.model_state_bytes)).c_str(),
       bytes(static_cast<double>(st.model_token_bytes)).c_str(), us(1e6 * other / n).c_str());
   if (c.verify)
@@ -223,7 +256,7 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
     std::fprintf(out, "  verify       off (--verify checks every step against the contract's oracle)\n");
   if (!st.cross_rank_ok) std::fprintf(out, "  ranks        DIVERGED: the ranks ran different schedules\n");
   if (st.faults_missed > 0)
-    std::fprintf(out, "  faults       %s requested fault%s found no command with a partial page\n",
+    std::fprintf(out, "  faults       %s requested fault%s found no command to change\n",
                  grouped(st.faults_missed).c_str(), st.faults_missed == 1 ? "" : "s");
 }
 
@@ -254,9 +287,14 @@ bool plot_steps(const Stats& st, const std::string& png, const std::string& scri
     std::fprintf(stderr, "statexfer-sim: warning: cannot run %s\n", cmd.c_str());
     return false;
   }
-  std::fprintf(pipe, "step,transfer_us,step_us,commands\n");
+  // The run's figures first (# lines), then one row per step.
+  const LimitFigures f = limit_figures(st);
+  std::fprintf(pipe, "# efficiency=%.6f limit_us=%.3f critical_us=%.3f clock=%s\n", f.efficiency, f.limit,
+               f.critical.mean, st.clock.c_str());
+  std::fprintf(pipe, "step,transfer_us,step_us,commands,critical_us,limit_us\n");
   for (std::size_t i = 0; i < st.transfer_us.size(); ++i)
-    std::fprintf(pipe, "%zu,%.3f,%.3f,%d\n", i, st.transfer_us[i], st.step_us[i], st.step_commands[i]);
+    std::fprintf(pipe, "%zu,%.3f,%.3f,%d,%.3f,%.3f\n", i, st.transfer_us[i], st.step_us[i], st.step_commands[i],
+                 st.critical_us[i], st.limit_us[i]);
   const int rc = pclose(pipe);
   if (rc != 0) {
     std::fprintf(stderr, "statexfer-sim: warning: %s failed (status %d)\n", cmd.c_str(), rc);

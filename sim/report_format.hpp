@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <statexfer/commands.hpp>
+
 #include "stats.hpp"
 
 namespace statexfer::sim::report {
@@ -64,6 +66,51 @@ inline std::vector<float> transfer_times(const Stats& st) {
   return out;
 }
 
+/// The critical path against the limit over the steps with commands (the
+/// others launch no transfer), and the tier stream's launches against theirs.
+struct LimitFigures {
+  std::int64_t steps = 0;
+  Summary critical;       ///< the step's stream in its transfer, us per step
+  double limit = 0;       ///< the limit's mean, us per step
+  double efficiency = 0;  ///< total limit / total critical path (0: no probe)
+  std::int64_t launches = 0;
+  Summary tier;           ///< the tier stream, us per launch
+  double tier_limit = 0;  ///< us per launch
+  double tier_efficiency = 0;
+};
+inline LimitFigures limit_figures(const Stats& st) {
+  LimitFigures f;
+  std::vector<float> critical;
+  double limit = 0, spent = 0;
+  for (std::size_t i = 0; i < st.critical_us.size(); ++i)
+    if (st.step_commands[i] > 0) {
+      critical.push_back(st.critical_us[i]);
+      limit += st.limit_us[i];
+      spent += st.critical_us[i];
+    }
+  f.steps = static_cast<std::int64_t>(critical.size());
+  f.critical = summarize(critical);
+  f.limit = f.steps > 0 ? limit / static_cast<double>(f.steps) : 0;
+  f.efficiency = spent > 0 ? limit / spent : 0;
+  f.launches = static_cast<std::int64_t>(st.tier_us.size());
+  f.tier = summarize(st.tier_us);
+  const double tier_limit = std::accumulate(st.tier_limit_us.begin(), st.tier_limit_us.end(), 0.0);
+  const double tier_spent = std::accumulate(st.tier_us.begin(), st.tier_us.end(), 0.0);
+  f.tier_limit = f.launches > 0 ? tier_limit / static_cast<double>(f.launches) : 0;
+  f.tier_efficiency = tier_spent > 0 ? tier_limit / tier_spent : 0;
+  return f;
+}
+
+/// A rate in bytes per second: "52.3 GB/s", "3.10 TB/s".
+inline std::string rate(double bytes_per_s) {
+  char buf[32];
+  if (bytes_per_s >= 1e12)
+    std::snprintf(buf, sizeof buf, "%.2f TB/s", bytes_per_s / 1e12);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f GB/s", bytes_per_s / 1e9);
+  return buf;
+}
+
 inline std::string us(double v) {
   char buf[32];
   if (v >= 1000)
@@ -72,6 +119,9 @@ inline std::string us(double v) {
     std::snprintf(buf, sizeof buf, "%.1f us", v);
   return buf;
 }
+
+/// The name of a code slot (stats.hpp): the library's for 0..7, "other" after.
+inline const char* code_name(int slot) { return slot < code_slots - 1 ? statexfer::command_error_name(slot) : "other"; }
 
 inline std::int64_t total_commands(const Stats& st) { return std::accumulate(st.issued.begin(), st.issued.end(), 0LL); }
 

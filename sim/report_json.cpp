@@ -1,5 +1,7 @@
 // The JSON report (report.hpp): "format": "statexfer-sim/1".
 
+#include <algorithm>
+
 #include <statexfer/commands.hpp>
 
 #include "faults.hpp"
@@ -9,6 +11,70 @@
 namespace statexfer::sim {
 
 using namespace report;
+
+namespace {
+
+nlohmann::json timing(const Summary& s) {
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
+}
+
+nlohmann::json moved_json(const MovedBytes& m) {
+  return {
+      {"device_copy", m.copy}, {"device_fill", m.fill}, {"host_to_device", m.to_device}, {"device_to_host", m.to_host}};
+}
+
+// The physical limit of the step's transfers against their critical path.
+nlohmann::json limit_json(const Stats& st) {
+  using nlohmann::json;
+  const LimitFigures f = limit_figures(st);
+  const CopyRates& r = st.rates;
+  json j = {{"definition",
+             "per step with commands: the limit is the least time its applied commands' bytes take at this device's "
+             "rates (device copies at the copy rate, resets at the fill rate, host-tier bytes at the rates to and "
+             "from the device), probed at start-up; the critical path is the time the step's stream spent in its "
+             "transfer, waits for tier batches included; efficiency = total limit / total critical path"},
+            {"clock", st.clock},
+            {"steps", f.steps},
+            {"critical_path_us_per_step", timing(f.critical)},
+            {"bytes_this_rank", moved_json(st.step_moved)}};
+  if (!r.measured()) {
+    j["probe"] = nullptr;
+    j["limit_us_per_step"] = nullptr;
+    j["efficiency"] = nullptr;
+    return j;
+  }
+  j["probe"] = {{"bytes", r.probe_bytes},
+                {"method",
+                 "Kokkos::deep_copy between two device buffers (copy), of a value into one (fill), and between one "
+                 "and a buffer in the host tier's memory space both ways; best of 4 after an untimed one"},
+                {"copy_gb_per_s", r.copy / 1e9},
+                {"fill_gb_per_s", r.fill / 1e9},
+                {"host_to_device_gb_per_s", r.to_device / 1e9},
+                {"device_to_host_gb_per_s", r.to_host / 1e9}};
+  j["limit_us_per_step"] = f.limit;
+  j["efficiency"] = f.efficiency;
+  return j;
+}
+
+// The tier stream's launches (--tier-moves stream).
+nlohmann::json tier_json(const Stats& st) {
+  const LimitFigures f = limit_figures(st);
+  const double n = static_cast<double>(std::max<std::int64_t>(st.steps, 1));
+  nlohmann::json j = {{"apply_teams", st.tier_teams},
+                      {"launches", f.launches},
+                      {"time_us_per_launch", timing(f.tier)},
+                      {"host_wait_us_per_step", 1e6 * st.tier_wait_s / n},
+                      {"restores_after_onload", st.restores_after_onload},
+                      {"steps_waiting_for_onloads", st.steps_after_onload},
+                      {"bytes_this_rank", moved_json(st.tier_moved)}};
+  if (st.rates.measured()) {
+    j["limit_us_per_launch"] = f.tier_limit;
+    j["efficiency"] = f.tier_efficiency;
+  }
+  return j;
+}
+
+}  // namespace
 
 nlohmann::json report_json(const Stats& st, const RunInfo& info) {
   using nlohmann::json;
@@ -132,8 +198,7 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
     j["config"]["accept_rate"] = c.accept_rate;
     j["config"]["commit_move"] = c.commit_copy ? "copy" : "remap";
     json by_code;
-    for (int code = 0; code < 8; ++code)
-      by_code[code < 7 ? statexfer::command_error_name(code) : "other"] = st.commit_errors[code];
+    for (int code = 0; code < code_slots; ++code) by_code[code_name(code)] = st.commit_errors[code];
     json histogram = json::array();
     for (std::int64_t a = 0; a <= c.spec_tokens; ++a)
       histogram.push_back(st.accepted_histogram[static_cast<std::size_t>(a)]);
@@ -168,7 +233,9 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
   }
   if (tier) {
     j["config"]["host_snapshot_rows"] = c.host_snapshot_rows;
+    j["config"]["tier_moves"] = st.tier_moves;
     j["host_tier"] = {{"rows", c.host_snapshot_rows},
+                      {"moves", st.tier_moves},
                       {"host_memory_bytes_per_rank", st.host_memory_bytes},
                       {"device_hits", st.device_hits},
                       {"host_hits", st.host_hits},
@@ -192,8 +259,7 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
                    {"completion_snapshots", st.completion_snapshots},
                    {"restore_fallbacks", st.restore_fallbacks}};
   json errors;
-  for (int code = 0; code < 8; ++code)
-    errors[code < 7 ? statexfer::command_error_name(code) : "other"] = st.errors[code];
+  for (int code = 0; code < code_slots; ++code) errors[code_name(code)] = st.errors[code];
   j["errors_by_code"] = errors;
   json faults = json::array();
   for (const Fault& f : info.faults)
@@ -211,17 +277,19 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
   j["faults"] = {{"requested", faults},
                  {"injected", st.faults_injected},
                  {"refused_on_every_rank", st.faults_refused},
+                 {"settled", st.faults_settled},
                  {"missed", st.faults_missed}};
   j["bytes_moved"] = {{"all_ranks", st.total_bytes_moved},
                       {"this_rank_rows", st.row_bytes_moved},
                       {"this_rank_pages", st.page_bytes_moved}};
-  auto timing = [](const Summary& s) {
-    return json{{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
-  };
-  j["time"] = {{"wall_s", st.wall_s},         {"transfer_s", st.transfer_s}, {"model_s", st.model_s},
-               {"verify_s", st.verify_s},     {"schedule_s", st.schedule_s}, {"upload_s", st.upload_s},
-               {"readback_s", st.readback_s}, {"fill_s", st.fill_s},         {"transfer_us_per_step", timing(tr)},
+  j["time"] = {{"wall_s", st.wall_s},         {"transfer_s", st.transfer_s},
+               {"model_s", st.model_s},       {"verify_s", st.verify_s},
+               {"schedule_s", st.schedule_s}, {"upload_s", st.upload_s},
+               {"readback_s", st.readback_s}, {"fill_s", st.fill_s},
+               {"tier_s", st.tier_s},         {"transfer_us_per_step", timing(tr)},
                {"step_us", timing(sp)}};
+  j["limit"] = limit_json(st);
+  if (st.tier_moves == "stream") j["tier_stream"] = tier_json(st);
   j["throughput"] = {
       {"requests_per_s", st.wall_s > 0 ? static_cast<double>(st.completed) / st.wall_s : 0.0},
       {"commands_per_s", st.wall_s > 0 ? static_cast<double>(cmds) / st.wall_s : 0.0},

@@ -22,6 +22,8 @@ Scheduler::Scheduler(const SimConfig& cfg, const Workload& workload, const Geome
   tables_.assign(static_cast<std::size_t>(C * g_.table_width), -1);
   draft_tables_.assign(static_cast<std::size_t>(C * g_.table_width), -1);
   cache_ = PrefixCache(g_.first_snapshot_row(), g_.snapshot_rows, cfg_.host_snapshot_rows);
+  tier_stream_ = cfg_.host_snapshot_rows > 0 && cfg_.tier_stream;
+  cache_.read_onloading(tier_stream_);
   rows_ = g_.initial_state_rows();
   for (std::int64_t p = g_.pages - 1; p >= 0; --p) free_pages_.push_back(static_cast<std::int32_t>(p));
   free_draft_pages_ = free_pages_;  // draft pages in another (fixed) order than the KV pages
@@ -79,14 +81,39 @@ void Scheduler::table_changed(std::int64_t s) {
   changed_slots_.push_back(s);
 }
 
-const Batch& Scheduler::plan_batch() {
+// The moves into `batch` (the step's) or, with the tier stream, into the
+// tier's batches, each command's slot its index in moves_.
+void Scheduler::take_moves(std::int64_t room, Batch& batch) {
+  moves_ = cache_.take_moves(room);
+  for (std::size_t i = 0; i < moves_.size(); ++i) {
+    const PrefixCache::Move& m = moves_[i];
+    const Command c = m.offload ? Command::offload(m.src, m.dst, m.key.len, command_key(m.key))
+                                : Command::onload(m.src, m.dst, m.key.len, command_key(m.key));
+    const BatchEntry e{c, m.offload ? kind_offload : kind_onload, static_cast<std::int64_t>(i)};
+    (tier_stream_ ? (m.offload ? offloads_ : onloads_) : batch).push_back(e);
+  }
+}
+
+const Batch& Scheduler::plan_batch(bool race) {
   const std::int64_t C = g_.capacity;
   batch_.clear();
+  onloads_.clear();
+  offloads_.clear();
+  if (tier_stream_) take_moves(C, batch_);  // batches of their own, at most C commands each
   for (std::int64_t s = 0; s < C; ++s) {
     const Slot& sl = slots_[s];
-    if (!sl.snapshot || !cache_.ready(sl.snapshot->row)) continue;  // its row's demotion applies first
+    if (!sl.snapshot) continue;
+    bool raced = false;
+    if (!cache_.ready(sl.snapshot->row)) {  // its row's demotion applies first
+      const std::int64_t row = sl.snapshot->row;
+      raced = race &&
+              std::any_of(offloads_.begin(), offloads_.end(), [&](const BatchEntry& o) { return o.cmd.source == row; });
+      if (!raced) continue;
+      race = false;  // one such snapshot
+    }
     batch_.push_back({Command::snapshot(s, live_row(s), sl.snapshot->row, sl.consumed, command_key(sl.snapshot->key)),
                       kind_snapshot, s});
+    batch_.back().race = raced;
     (sl.snapshot->completion ? counts_.completion_snapshots : counts_.checkpoint_snapshots)++;
   }
   for (std::int64_t s = 0; s < C; ++s)
@@ -100,18 +127,11 @@ const Batch& Scheduler::plan_batch() {
   for (std::int64_t s = 0; s < C; ++s)
     if (const auto& v = slots_[s].verify)
       batch_.push_back({Command::commit(s, v->end), kind_commit, s, v->drafts, v->accepted});
-  // Moves in the room the admissions leave (one command per free slot at most).
-  std::int64_t room = C - static_cast<std::int64_t>(batch_.size());
+  // In the step's batch, the moves take the room the admissions leave (one
+  // command per free slot at most).
   std::int64_t free_slots = 0;
   for (const Slot& sl : slots_) free_slots += sl.phase == Slot::free ? 1 : 0;
-  room -= free_slots;
-  moves_ = cache_.take_moves(room);
-  for (std::size_t i = 0; i < moves_.size(); ++i) {
-    const PrefixCache::Move& m = moves_[i];
-    const Command c = m.offload ? Command::offload(m.src, m.dst, m.key.len, command_key(m.key))
-                                : Command::onload(m.src, m.dst, m.key.len, command_key(m.key));
-    batch_.push_back({c, m.offload ? kind_offload : kind_onload, static_cast<std::int64_t>(i)});
-  }
+  if (!tier_stream_) take_moves(C - static_cast<std::int64_t>(batch_.size()) - free_slots, batch_);
   // Nothing in flight and the next request still to come: the clock jumps to its arrival.
   if (free_slots == C && !queue_.empty()) now_ms_ = std::max(now_ms_, arrival(queue_.front()));
   for (std::int64_t s = 0; s < C; ++s)
@@ -174,6 +194,7 @@ bool Scheduler::admit(std::int64_t s) {
         batch_.push_back({found->host ? Command::restore_from_host(s, found->row, live_row(s), sl.restore_end, key)
                                       : Command::restore(s, found->row, live_row(s), sl.restore_end, key),
                           kind_restore, s});
+        batch_.back().after_onload = found->after_onload;
         counts_.hits++;
         (found->host ? counts_.host_hits : counts_.device_hits)++;
         return true;
@@ -198,6 +219,14 @@ void Scheduler::finish_request(std::int64_t s) {
   done_[static_cast<std::size_t>(sl.request)] = 1;
   sl = Slot{};
   counts_.completed++;
+}
+
+void Scheduler::take_tier_results(const std::vector<std::int32_t>& onload_codes,
+                                  const std::vector<std::int32_t>& offload_codes) {
+  for (std::size_t i = 0; i < onloads_.size(); ++i)
+    cache_.moved(moves_[static_cast<std::size_t>(onloads_[i].slot)], onload_codes[i] == 0);
+  for (std::size_t i = 0; i < offloads_.size(); ++i)
+    cache_.moved(moves_[static_cast<std::size_t>(offloads_[i].slot)], offload_codes[i] == 0);
 }
 
 void Scheduler::take_results(const std::vector<std::int32_t>& codes) {

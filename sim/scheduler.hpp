@@ -47,8 +47,20 @@ class Scheduler {
   /// This step's commands: the snapshots the last model step planned (once
   /// their row is ready), resets of requests whose restore failed, the commits
   /// of the last step's verifies, the prefix cache's moves between tiers, then
-  /// admissions while slots and pages last.
-  const Batch& plan_batch();
+  /// admissions while slots and pages last. With the tier stream the moves go
+  /// to onload_batch() and offload_batch() instead (taken first: a step's
+  /// admissions read what its onloads write, after them); `race`: one snapshot
+  /// into a row this step offloads is issued without waiting for the offload
+  /// (--inject-fault offload-race).
+  const Batch& plan_batch(bool race = false);
+  /// The tier stream's batches of this step (empty without it).
+  const Batch& onload_batch() const { return onloads_; }
+  const Batch& offload_batch() const { return offloads_; }
+  /// Whether the host-tier moves run in batches of their own.
+  bool tier_stream() const { return tier_stream_; }
+  /// The codes of the last tier batches (combined over the ranks), a step
+  /// after they were issued: the moves' rows change hands.
+  void take_tier_results(const std::vector<std::int32_t>& onload_codes, const std::vector<std::int32_t>& offload_codes);
   /// The batch's codes (combined over the ranks): publish or release snapshot
   /// rows, start restored or reset requests, retry failed ones from the start,
   /// advance committed requests (and follow remapping commits in the mirror).
@@ -119,6 +131,7 @@ class Scheduler {
     std::int64_t kv, draft;
   };
 
+  void take_moves(std::int64_t room, Batch& batch);
   std::int64_t pages_needed(std::int64_t request) const;
   double arrival(std::int64_t request) const;
   SavedFrom saved_from(std::int64_t e) const;
@@ -145,9 +158,10 @@ class Scheduler {
   const Workload& w_;
   const Geometry& g_;
   std::vector<Slot> slots_;
-  Batch batch_;
+  Batch batch_, onloads_, offloads_;      // the step's batch; the tier stream's
   std::vector<PrefixCache::Move> moves_;  // this step's offloads and onloads
-  HostStateRows rows_;                    // the state rows' mirror
+  bool tier_stream_ = false;
+  HostStateRows rows_;  // the state rows' mirror
   std::deque<std::int64_t> queue_;
   std::vector<char> done_;
   PrefixCache cache_;

@@ -18,13 +18,16 @@ enum class FaultType {
   accepted_range,     ///< the sampler writes K + 1 as a commit's accepted count (code 2)
   accepted_disagree,  ///< the sampler writes another valid count (code 3 through the combiner)
   recycled_key,       ///< a restore's source row holds another prefix's key (code 3)
+  offload_race,       ///< a snapshot into a row being offloaded, without waiting (code 7, or 0 after the offload)
 };
 
 /// --inject-fault RANK:STEP[:KIND]: from step STEP on, the first command of
 /// its kind that the fault can take finds, on rank RANK only, its partial page
 /// unmapped (KIND snapshot, restore, host-restore (a restore from the host
 /// tier), any: the default), or (speculative decoding, prefix keys) a stale
-/// position row, a bad accepted count, or a recycled source row.
+/// position row, a bad accepted count, or a recycled source row; or, on every
+/// rank (a schedule, not a view), a snapshot that does not wait for the
+/// offload of its row (offload-race).
 struct Fault {
   int rank = 0;
   std::int64_t step = 0;
@@ -46,6 +49,8 @@ struct SimConfig {
   std::int64_t capacity = 64;           ///< request slots = command capacity C
   std::int64_t snapshot_rows = 256;     ///< rows of the prefix cache
   std::int64_t host_snapshot_rows = 0;  ///< host-tier rows of the prefix cache (0: no host tier)
+  bool tier_stream = true;              ///< host-tier moves in batches of their own on a stream of their own
+  std::int64_t tier_teams = 0;          ///< their apply()'s league (0: 1/8 of the SMs on GPUs, the default on hosts)
   std::int64_t page_tokens = 16;
   std::int64_t row_bytes = 32768;  ///< recurrent (SSM + conv) state bytes per row
   std::int64_t kv_planes = 2;
@@ -80,7 +85,8 @@ struct SimConfig {
   bool combine = true;                  ///< tensor parallel: combine errors (off only to show why it is needed)
   std::vector<Fault> faults;
   int tp = 1;
-  std::int64_t max_steps = 0;  ///< stop after N steps (0: run to completion)
+  std::int64_t max_steps = 0;   ///< stop after N steps (0: run to completion)
+  std::int64_t probe_mib = -1;  ///< the start-up rate probe's MiB (-1: 256 on GPUs, 64 on hosts; 0: none)
 };
 
 }  // namespace statexfer::sim

@@ -42,14 +42,40 @@ class Verifier {
   Verifier(const SimConfig& cfg, const Geometry& geometry, const Comm& comm, const DeviceState<Exec>& device)
       : cfg_(cfg), g_(geometry), comm_(comm), device_(device), replica_(geometry) {}
 
+  /// The tier batches of step `step` (--tier-moves stream), which run before
+  /// its batch (on hosts; on GPUs the step waits for what it reads of them, and
+  /// nothing else touches their rows): the device's codes against the
+  /// oracle's, then their writes on the replica (compared with the step's).
+  void check_tier(std::int64_t step, const Batch& onloads, const Batch& offloads,
+                  const std::vector<std::int32_t>& onload_codes, const std::vector<std::int32_t>& offload_codes,
+                  const std::vector<std::int32_t>& tables, const std::vector<std::int32_t>& draft_tables) {
+    step_ = step;
+    for (int part = 0; part < 2; ++part) {
+      const Batch& batch = part == 0 ? onloads : offloads;
+      if (batch.empty()) continue;  // alike on every rank (check_codes is a collective)
+      const test::OracleCommandRows commands = oracle_rows(batch);
+      const std::vector<std::int32_t> expected =
+          replica_.oracle().validate(commands.view(), replica_.memory(tables.data(), draft_tables.data()));
+      check_codes(batch, part == 0 ? onload_codes : offload_codes, expected, StepFaults{});
+      for (const BatchEntry& b : batch)
+        dirty_rows_.push_back({b.cmd.operation == statexfer::op_offload, b.cmd.destination, 0, g_.row_bytes});
+      test::OracleMemory memory = replica_.memory(tables.data(), draft_tables.data());
+      replica_.oracle().apply(commands.view(), expected, memory);
+    }
+  }
+
   /// The transfer of step `step`: `codes` are the device's (combined) codes of
-  /// `batch`, `positions` its commit_positions (this rank's).
+  /// `batch`, `positions` its commit_positions (this rank's). A snapshot of an
+  /// offload-race may hold code 7 (refused while the offload held its row) or
+  /// 0 (validated after the offload): the replica follows the device's.
   void check_transfer(std::int64_t step, const Batch& batch, const std::vector<std::int32_t>& codes,
                       const std::vector<std::int32_t>& positions, const StepFaults& faults,
                       const std::vector<std::int32_t>& tables, const std::vector<std::int32_t>& draft_tables) {
     step_ = step;
     std::vector<std::int32_t> mine;
-    const std::vector<std::int32_t> expected = expected_codes(batch, faults, tables, draft_tables, mine);
+    std::vector<std::int32_t> expected = expected_codes(batch, faults, tables, draft_tables, mine);
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (faults.raced(static_cast<std::int64_t>(i)) && expected[i] == 0 && codes[i] == 7) expected[i] = 7;
     check_codes(batch, codes, expected, faults);
     for (std::size_t i = 0; i < batch.size() && ok_ && g_.positions > 0; ++i)
       if (positions[i] != mine[i])
