@@ -71,7 +71,7 @@ void capture_and_replay_exchange(int p, int d) {
         m->apply(exec);
       }
     });
-    ASSERT_FALSE(HasFailure());
+    ASSERT_FALSE(::testing::Test::HasFailure());
 
     const int replays = 24;
     for (int rep = 0; rep < replays; ++rep) {
@@ -119,7 +119,7 @@ void capture_and_replay_exchange(int p, int d) {
               << "decode rank " << j << ", row " << k + 1 << (written ? ": not the oracle's shard" : ": written");
         }
       }
-      ASSERT_FALSE(HasFailure());
+      ASSERT_FALSE(::testing::Test::HasFailure());
     }
     STATEXFER_EXCHANGE_CUDA_CHECK(cudaGraphExecDestroy(exports));
     STATEXFER_EXCHANGE_CUDA_CHECK(cudaGraphExecDestroy(imports));
