@@ -205,7 +205,8 @@ void add_checking(CLI::App& app, Options& o, Text& t) {
          "position row at a stale endpoint (stale-position), its accepted count K + 1 (accepted-range) or another "
          "valid count (accepted-disagree, --tp 2 or more), the first restore's row holding another prefix's key "
          "(recycled-key); or, on every rank, the first snapshot into a row being offloaded issued without waiting "
-         "for the offload (offload-race: code 7) (repeatable)")
+         "for the offload (offload-race: code 7); with --pd, RANK:STEP:KIND on decode rank RANK, KIND flipped-byte, "
+         "other-layout, stale-key or missing-slice (sim/README.md \"Prefill/decode\") (repeatable)")
       ->group(chk);
   app.add_flag("--no-combine", t.no_combine, "skip the error combiner (shows why it is needed; needs --verify)")
       ->group(chk);
