@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include <test_common/models.hpp>
 
@@ -206,11 +207,19 @@ void PdRank::snapshot(PdCache& cache, const std::vector<std::int64_t>& slots, co
 // The transport moving C records of every pair, beside plain MPI_Isend/MPI_Irecv
 // of the same bytes between host buffers of the same pairs, alternating.
 void PdRank::measure_plain() {
-  std::vector<std::vector<std::uint8_t>> plain;
+  // The plain exchange moves the same bytes between the same buffers: the wires
+  // themselves where they are host memory (a buffer allocated apart reads
+  // faster or slower, its pages placed otherwise), else host memory of their size.
+  constexpr bool host_wires = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
+  std::vector<Kokkos::View<std::uint8_t*, Kokkos::HostSpace>> plain;
   std::vector<int> peer_rank;
   for (int q = 0; q < static_cast<int>(wires_.size()); ++q)
     if (wires_[static_cast<std::size_t>(q)].size() > 0) {
-      plain.emplace_back(wires_[static_cast<std::size_t>(q)].size(), 1);
+      const auto& wire = wires_[static_cast<std::size_t>(q)];
+      if constexpr (host_wires)
+        plain.emplace_back(wire.data(), wire.size());
+      else
+        plain.emplace_back("statexfer::sim::pd_plain", wire.size());
       peer_rank.push_back(prefill_ ? p_ + q : q);
     }
   std::vector<double> moved, sent;
