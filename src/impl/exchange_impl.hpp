@@ -222,8 +222,8 @@ void PreparedExport<ExecutionSpace>::validate(const ExecutionSpace& exec) const 
   const auto& d = *data_;
   d.require_prepared("PreparedExport", "validate");
   using functor = impl::ExportValidateFunctor<ExecutionSpace>;
-  d.launch("statexfer::export_validate", exec, 1, d.decide_team, functor::scratch_bytes(d.views.capacity),
-           functor{d.views});
+  d.launch("statexfer::export_validate", exec, 1, d.decide_team,
+           functor::scratch_bytes(d.views.capacity) + impl::list_scratch_bytes(d.decide_team), functor{d.views});
 }
 
 template <class ExecutionSpace>
@@ -310,7 +310,7 @@ void PreparedImport<ExecutionSpace>::validate(const ExecutionSpace& exec) const 
   d.require_prepared("PreparedImport", "validate");
   d.launch("statexfer::import_sums", exec, d.league, d.team, 0,
            impl::ImportSumFunctor<ExecutionSpace>{d.views, d.row_users, d.slot_users});
-  d.launch("statexfer::import_decide", exec, 1, d.decide_team, 0,
+  d.launch("statexfer::import_decide", exec, 1, d.decide_team, impl::list_scratch_bytes(d.decide_team),
            impl::ImportDecideFunctor<ExecutionSpace>{d.views, d.row_users, d.slot_users});
 }
 

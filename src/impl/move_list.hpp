@@ -6,10 +6,11 @@
 // that apply() costs what the batch moves rather than its capacity. The
 // launch's teams decide rows independently; the last team to finish (an
 // atomic count, after a fence that publishes its rows) reads every live row's
-// code and plan and writes the list with a team scan, in row order.
+// code and plan and writes the list, in row order (list_rows()).
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "device_types.hpp"
@@ -46,26 +47,56 @@ KOKKOS_INLINE_FUNCTION bool last_team(const Member& team, std::int32_t* done) {
   return last != 0;
 }
 
+/// Team scratch list_rows() takes after its caller's: a count per thread and
+/// the slack of its alignment. Launches of the functors that list rows add it.
+KOKKOS_INLINE_FUNCTION constexpr std::size_t list_scratch_bytes(int team_size) {
+  return static_cast<std::size_t>(team_size) * sizeof(std::int32_t) + sizeof(std::int64_t);
+}
+
 /// The list of rows [0, live) by `kind(r)` (0 none, 1 moves bytes, 2 remaps:
 /// move_kind()), in row order, by the calling team; `moves`' counts and
 /// live_count with it, and teams_done back to 0 for the next validate().
+/// Each thread takes a contiguous run of rows: it counts them, the runs'
+/// counts are scanned in team scratch (list_scratch_bytes()), and it writes
+/// its run's entries. Not Kokkos' team scan: Kokkos 3.4's on CUDA keeps an
+/// abort (a printf, a stack frame) in every kernel that calls it, and it
+/// scans once per team_size rows where this scans once. Every lane of a
+/// thread runs this alike: each writes the same values.
 template <class Member, class Kind, class Moves>
 KOKKOS_INLINE_FUNCTION void list_rows(const Member& team, const Kind& kind, const Moves& moves, std::int32_t live,
                                       std::int32_t capacity) {
-  Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, live), [&](const int r, std::int32_t& at, const bool final) {
-    const int k = kind(r);
-    // Moves count in the low 16 bits, remaps in the high ones (C <= 4096).
-    const std::int32_t one = k == 1 ? 1 : k == 2 ? (1 << 16) : 0;
-    if (final) {
+  const int threads = team.team_size(), t = team.team_rank();
+  auto* counts = static_cast<std::int32_t*>(team.team_scratch(0).get_shmem_aligned(
+      static_cast<std::ptrdiff_t>(threads * sizeof(std::int32_t)), static_cast<std::ptrdiff_t>(sizeof(std::int64_t))));
+  // Moves count in the low 16 bits, remaps in the high ones (C <= 4096).
+  const auto weight = [](const int k) -> std::int32_t { return k == 1 ? 1 : k == 2 ? (1 << 16) : 0; };
+  const int per = (live + threads - 1) / threads;  // rows per thread
+  const int owners = per > 0 ? (live + per - 1) / per : 0;
+  const int begin = t * per, end = begin + per < live ? begin + per : live;
+  std::int32_t mine = 0;
+  for (int r = begin; r < end; ++r) mine += weight(kind(r));
+  if (t < owners) counts[t] = mine;
+  // Inclusive scan of the owners' counts; both reads before the barrier that precedes the write.
+  for (int d = 1; d < owners; d *= 2) {
+    team.team_barrier();
+    const std::int32_t sum = t < owners ? counts[t] + (t >= d ? counts[t - d] : 0) : 0;
+    team.team_barrier();
+    if (t < owners) counts[t] = sum;
+  }
+  team.team_barrier();
+  if (t < owners) {
+    std::int32_t at = counts[t] - mine;
+    for (int r = begin; r < end; ++r) {
+      const int k = kind(r);
       if (k == 1) moves(move_rows + (at & 0xffff)) = r;
       if (k == 2) moves(move_rows + capacity - 1 - (at >> 16)) = r;
-      if (r == live - 1) {
-        moves(move_count) = (at + one) & 0xffff;
-        moves(remap_count) = (at + one) >> 16;
-      }
+      at += weight(k);
     }
-    at += one;
-  });
+    if (t == owners - 1) {
+      moves(move_count) = at & 0xffff;
+      moves(remap_count) = at >> 16;
+    }
+  }
   Kokkos::single(Kokkos::PerTeam(team), [&] {
     if (live == 0) moves(move_count) = moves(remap_count) = 0;
     moves(live_count) = live;

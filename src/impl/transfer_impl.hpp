@@ -339,7 +339,8 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   for (int i = 0, lanes = 1; i < 7 && lanes <= limits.vector_length_max; ++i, lanes *= 2)
     limits.validate_threads_max[i] =
         typename validate_functor::policy_type(exec, 1, 1, lanes)
-            .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity)))
+            .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity) +
+                                                 impl::list_scratch_bytes(validate_functor::max_threads)))
             .team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
   using apply_functor = impl::ApplyFunctor<ExecutionSpace>;
   limits.apply_team_max =

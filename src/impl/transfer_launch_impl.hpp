@@ -77,7 +77,8 @@ void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec)
     auto policy = Kokkos::Experimental::require(
         typename functor::policy_type(exec, d.launches.validate_league, d.launches.validate_team_size,
                                       d.launches.validate_vector_length)
-            .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity))),
+            .set_scratch_size(0, Kokkos::PerTeam(functor::scratch_bytes(d.shape.capacity) +
+                                                 impl::list_scratch_bytes(d.launches.validate_team_size))),
         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     Kokkos::parallel_for("statexfer::validate", policy, f);
   };

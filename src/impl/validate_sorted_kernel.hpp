@@ -412,7 +412,8 @@ struct SortedValidation {
     const int rows = decide_rows_per_team();
     Kokkos::parallel_for("statexfer::validate_decide",
                          require(typename SortedDecideFunctor<ExecutionSpace>::policy_type(
-                                     exec, static_cast<int>((c + rows - 1) / rows), decide_team_size()),
+                                     exec, static_cast<int>((c + rows - 1) / rows), decide_team_size())
+                                     .set_scratch_size(0, Kokkos::PerTeam(list_scratch_bytes(decide_team_size()))),
                                  light),
                          SortedDecideFunctor<ExecutionSpace>{base, work, rows});
   }
