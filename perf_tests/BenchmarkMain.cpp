@@ -10,7 +10,8 @@
 //                       batch, BenchTierStreams.cpp), speculative (commits and
 //                       prefix keys, BenchSpeculative.cpp), steps (upload + replay
 //                       + synchronisation, BenchStep.cpp), partial (partly filled
-//                       batches, BenchPartial.cpp), all
+//                       batches, BenchPartial.cpp), exchange (prefill/decode
+//                       export and import beside the copy kernel, BenchExchange.cpp), all
 //   --shape SPEC        NAME:C:ROW_BYTES:PAGE_REGIONS:PAGE_BYTES[:TRAILING[:COUNT]]
 //   --shapes FILE       one SPEC a line, # comments
 //   --list-shapes       print the selected transfer shapes as SPEC lines and exit
@@ -46,7 +47,8 @@ const char* const usage =
     "                   tiers (host tier moves beside device commands), tier-streams (an offload\n"
     "                   on its own stream beside a device batch), speculative (commits, prefix\n"
     "                   keys), steps (upload + replay + synchronisation), partial (partly filled\n"
-    "                   batches at C = 64..4096 beside the copy of the live bytes), all\n"
+    "                   batches at C = 64..4096 beside the copy of the live bytes), exchange\n"
+    "                   (prefill/decode export and import beside the copy kernel), all\n"
     "  --shape SPEC     NAME:C:ROW_BYTES:PAGE_REGIONS:PAGE_BYTES[:TRAILING[:COUNT]], repeatable;\n"
     "                   C a power of two 1..4096, COUNT live commands 1..C (default C),\n"
     "                   TRAILING trailing bindings (default 0); bytes as 4096, 64KiB, 50MiB, 1GiB\n"
@@ -138,6 +140,7 @@ int main(int argc, char* argv[]) {
     if (sets.count("steps")) register_step_benchmarks();
     if (sets.count("partial")) register_partial_benchmarks(shapes);
     if (sets.count("tier-streams")) register_tier_stream_benchmarks();
+    if (sets.count("exchange")) register_exchange_benchmarks(host);
     benchmark::Initialize(&argc, argv);
     benchmark::AddCustomContext("statexfer_version", STATEXFER_VERSION_STRING);
     benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION));

@@ -165,8 +165,8 @@ std::string format_spec(const NamedShape& s) {
 }
 
 const std::vector<std::string>& set_names() {
-  static const std::vector<std::string> names{"facts",       "models", "tiers",  "tier-streams",
-                                              "speculative", "steps",  "partial"};
+  static const std::vector<std::string> names{"facts",       "models", "tiers",   "tier-streams",
+                                              "speculative", "steps",  "partial", "exchange"};
   return names;
 }
 
@@ -286,12 +286,14 @@ std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend) 
             out.push_back({"partial/" + r.name + "/c" + std::to_string(c) + "/live" + std::to_string(live), s, false,
                            Runner::partial});
         }
-  } else if (name == "tiers" || name == "tier-streams" || name == "speculative" || name == "steps") {
-    // No transfer shapes: BenchTier.cpp, BenchTierStreams.cpp, BenchSpeculative.cpp and BenchStep.cpp
-    // register their own batches.
+  } else if (name == "tiers" || name == "tier-streams" || name == "speculative" || name == "steps" ||
+             name == "exchange") {
+    // No transfer shapes: BenchTier.cpp, BenchTierStreams.cpp, BenchSpeculative.cpp, BenchStep.cpp and
+    // BenchExchange.cpp register their own batches.
   } else {
-    throw SpecError("--set " + name +
-                    ": unknown set (known: facts, models, tiers, tier-streams, speculative, steps, partial, all)");
+    throw SpecError(
+        "--set " + name +
+        ": unknown set (known: facts, models, tiers, tier-streams, speculative, steps, partial, exchange, all)");
   }
   return out;
 }

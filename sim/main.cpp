@@ -37,6 +37,9 @@
 #include "stats.hpp"
 #include "traces.hpp"
 #include "workload.hpp"
+#ifdef STATEXFER_HAVE_MPI
+#include "pd_run.hpp"
+#endif
 
 #ifndef STATEXFER_SIM_PLOT_SCRIPT
 #define STATEXFER_SIM_PLOT_SCRIPT "plot_steps.py"
@@ -91,7 +94,7 @@ class MpiSession {
   /// The rank group: `comm` (one rank without --tp); an exit status when the
   /// ranks do not fit the options (printed), else -1.
   int start(const sim::Options& o, int* argc, char*** argv) {
-    if (o.cfg.tp > 1) {
+    if (o.cfg.tp > 1 || o.pd.enabled) {
 #ifdef STATEXFER_HAVE_MPI
       int provided = 0;
       MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
@@ -99,6 +102,17 @@ class MpiSession {
       comm.comm = MPI_COMM_WORLD;
       MPI_Comm_rank(comm.comm, &comm.rank);
       MPI_Comm_size(comm.comm, &comm.size);
+      if (o.pd.enabled) {
+        const int ranks = o.pd.prefill_tp + o.pd.decode_tp;
+        if (comm.size != ranks) {
+          if (comm.rank == 0)
+            std::fprintf(stderr,
+                         "statexfer-sim: --pd --prefill-tp %d --decode-tp %d but %d MPI ranks: run mpirun -np %d\n",
+                         o.pd.prefill_tp, o.pd.decode_tp, comm.size, ranks);
+          return 2;
+        }
+        return -1;
+      }
       if (comm.size != o.cfg.tp) {
         if (comm.rank == 0)
           std::fprintf(stderr, "statexfer-sim: --tp %d but %d MPI ranks: run mpirun -np %d statexfer-sim --tp %d\n",
@@ -107,7 +121,8 @@ class MpiSession {
       }
 #else
       (void)argc, (void)argv;
-      std::fprintf(stderr, "statexfer-sim: --tp %d needs MPI: this build has STATEXFER_ENABLE_MPI off\n", o.cfg.tp);
+      std::fprintf(stderr, "statexfer-sim: --tp %d or --pd needs MPI: this build has STATEXFER_ENABLE_MPI off\n",
+                   o.cfg.tp);
       return 2;
 #endif
     } else if (launched_by_mpi() && !o.quiet) {
@@ -281,6 +296,27 @@ int simulate(const sim::Options& o, const sim::Comm& comm, const char* argv0) {
   return ok ? 0 : 1;
 }
 
+/// --pd: the prefill and decode instances (pd_run.hpp); world rank 0 reports.
+int simulate_pd(const sim::Options& o, const sim::Comm& comm) {
+#ifdef STATEXFER_HAVE_MPI
+  const sim::Workload workload = load_workload(o, comm.rank == 0);
+  const sim::PdOutcome out = sim::run_pd(o, workload, comm.comm);
+  if (comm.rank == 0) {
+    if (!o.quiet) sim::print_pd_summary(stdout, o, out);
+    if (!o.json_path.empty()) {
+      std::ofstream file(o.json_path);
+      file << sim::pd_report_json(o, out).dump(2) << '\n';
+      if (!file) std::fprintf(stderr, "statexfer-sim: cannot write %s\n", o.json_path.c_str());
+    }
+    if (!out.ok) std::fprintf(stderr, "statexfer-sim: FAILED\n");
+  }
+  return out.ok ? 0 : 1;
+#else
+  (void)o, (void)comm;
+  return 2;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
@@ -298,7 +334,7 @@ int main(int argc, char* argv[]) {
   Kokkos::initialize(kokkos_argc, args.kokkos.data());
   int rc = 0;
   try {
-    rc = simulate(options, mpi.comm, argv[0]);
+    rc = options.pd.enabled ? simulate_pd(options, mpi.comm) : simulate(options, mpi.comm, argv[0]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "statexfer-sim: error: %s\n", e.what());
     mpi.abort(2);

@@ -205,12 +205,43 @@ void add_checking(CLI::App& app, Options& o, Text& t) {
          "position row at a stale endpoint (stale-position), its accepted count K + 1 (accepted-range) or another "
          "valid count (accepted-disagree, --tp 2 or more), the first restore's row holding another prefix's key "
          "(recycled-key); or, on every rank, the first snapshot into a row being offloaded issued without waiting "
-         "for the offload (offload-race: code 7) (repeatable)")
+         "for the offload (offload-race: code 7); with --pd, RANK:STEP:KIND on decode rank RANK, KIND flipped-byte, "
+         "other-layout, stale-key or missing-slice (sim/README.md \"Prefill/decode\") (repeatable)")
       ->group(chk);
   app.add_flag("--no-combine", t.no_combine, "skip the error combiner (shows why it is needed; needs --verify)")
       ->group(chk);
   app.add_flag("--no-graphs", t.no_graphs, "CUDA: launch validate and apply directly instead of replaying graphs")
       ->group(chk);
+}
+
+void add_pd(CLI::App& app, Options& o) {
+  auto* pdg = "Prefill/decode (--pd; sim/README.md \"Prefill/decode\")";
+  PdConfig& pd = o.pd;
+  app.add_flag("--pd", pd.enabled,
+               "prefill and decode instances as two groups of MPI ranks (mpirun -np P+D): state exported, moved by "
+               "the MPI wire transport, imported; --model (default qwen3.5-9b) shards the rows")
+      ->group(pdg);
+  app.add_option("--prefill-tp", pd.prefill_tp, "--pd: the prefill instance's TP (MPI ranks 0..P-1)")
+      ->group(pdg)
+      ->capture_default_str();
+  app.add_option("--decode-tp", pd.decode_tp, "--pd: the decode instance's TP (the next D ranks)")
+      ->group(pdg)
+      ->capture_default_str();
+  app.add_option("--pd-layers", pd.layers,
+                 "--pd: keep this many recurrent layers of the model and the same share of attention layers (a "
+                 "stand-in for hosts; 0: the model's own)")
+      ->group(pdg)
+      ->capture_default_str();
+  app.add_option("--pd-capacity", pd.capacity, "--pd: requests moved per step (power of two, 1 to 4096)")
+      ->group(pdg)
+      ->capture_default_str();
+  app.add_option("--pd-cache-rows", pd.cache_rows, "--pd: prefix-cache rows of each instance")
+      ->group(pdg)
+      ->capture_default_str();
+  app.add_option("--pd-bandwidth-reps", pd.plain_reps,
+                 "--pd: repetitions of the transport and of a plain MPI send/recv of the same bytes at the end")
+      ->group(pdg)
+      ->capture_default_str();
 }
 
 void add_output(CLI::App& app, Options& o) {
@@ -231,6 +262,18 @@ void add_output(CLI::App& app, Options& o) {
 // --inject-fault: each parsed, and what each kind needs of the other options.
 void check_faults(Options& o, const Text& t) {
   SimConfig& cfg = o.cfg;
+  if (o.pd.enabled) {  // the wire's faults (pd.hpp)
+    for (const auto& f : t.faults) {
+      try {
+        o.pd.faults.push_back(parse_pd_fault(f));
+      } catch (const std::invalid_argument& e) {
+        throw CLI::ValidationError("--inject-fault", e.what());
+      }
+      if (o.pd.faults.back().rank >= o.pd.decode_tp)
+        throw CLI::ValidationError("--inject-fault", "'" + f + "': RANK is a decode rank, 0 to --decode-tp - 1");
+    }
+    return;
+  }
   for (const auto& f : t.faults) {
     try {
       cfg.faults.push_back(parse_fault(f));
@@ -281,6 +324,18 @@ void check(const CLI::App& app, Options& o, const Text& t) {
   if (cfg.spec_tokens < 0 || cfg.spec_tokens > statexfer::max_speculative_positions)
     throw CLI::ValidationError(spec_tokens_range());
   if (!(cfg.accept_rate >= 0 && cfg.accept_rate <= 1)) throw CLI::ValidationError("--accept-rate", "must be in [0, 1]");
+  if (o.pd.enabled) {
+    if (cfg.tp != 1) throw CLI::ValidationError("--tp", "not with --pd (--prefill-tp and --decode-tp)");
+    if (o.pd.prefill_tp < 1 || o.pd.decode_tp < 1)
+      throw CLI::ValidationError("--prefill-tp/--decode-tp", "must be >= 1");
+    const std::int64_t c = o.pd.capacity;
+    if (c < 1 || c > 4096 || (c & (c - 1)) != 0)
+      throw CLI::ValidationError("--pd-capacity", "must be a power of two from 1 to 4096");
+    if (o.pd.cache_rows < 1) throw CLI::ValidationError("--pd-cache-rows", "must be >= 1");
+    if (o.pd.layers < 0) throw CLI::ValidationError("--pd-layers", "must be >= 0");
+    if (o.pd.plain_reps < 1) throw CLI::ValidationError("--pd-bandwidth-reps", "must be >= 1");
+    if (o.model_name.empty()) o.model_name = "qwen3.5-9b";
+  }
   check_faults(o, t);
   try {
     o.trace_format = parse_trace_format(t.trace_format);
@@ -319,6 +374,7 @@ int parse_options(int argc, const char* const* argv, Options& out) {
   add_scheduling(app, out, text);
   add_speculative(app, out, text);
   add_checking(app, out, text);
+  add_pd(app, out);
   add_output(app, out);
   try {
     app.parse(argc, argv);

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "pd.hpp"
 #include "sim_config.hpp"
 #include "traces.hpp"
 #include "workload.hpp"
@@ -15,6 +16,7 @@ namespace statexfer::sim {
 
 struct Options {
   SimConfig cfg;
+  PdConfig pd;  ///< --pd: prefill/decode disaggregation (pd.hpp)
   SyntheticOptions syn;
   std::string trace;  ///< --trace: replay this file instead of the synthetic workload
   TraceFormat trace_format = TraceFormat::automatic;

@@ -2,8 +2,9 @@
 #define STATEXFER_TEST_EXCHANGE_HPP
 
 // Prefill/decode moves (docs/CONTRACT.md §16, §17) between groups of every TP
-// size pair in {1, 2, 4, 8}, in one process (a source rank's wire buffer for
-// a destination rank is the destination rank's buffer from it): every
+// size pair in {1, 2, 4, 8}, in one process (the in-process transport,
+// SharedWires: a source rank's wire buffer for a destination rank is the
+// destination rank's buffer from it; common/exchange_fixture.hpp): every
 // imported row equals the oracle's shard of the whole row (test_common/
 // reshard.hpp), every record's checksum the oracle's, and each fault (a
 // flipped payload byte, another model's layout, a stale key, a missing slice,
@@ -17,9 +18,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <functional>
-#include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -27,176 +25,27 @@
 #include <test_common/models.hpp>
 #include <test_common/reshard.hpp>
 
-#include "common/batch_fixture.hpp"
+#include "common/exchange_fixture.hpp"
 
 namespace {
 namespace exchange_test {
 
 namespace ft = statexfer::test;
 using Exec = TEST_EXECSPACE;
+using ft::exports_of;
+using ft::imports_of;
+using ft::make_wholes;
+using ft::mini_regions;
+using ft::Wholes;
 using statexfer::Command;
 using statexfer::GroupRank;
 using statexfer::ModelLayout;
 using statexfer::ModelRegion;
 using statexfer::Segment;
 using statexfer::Split;
+using Move = ft::ExchangeMove<Exec>;
 
-// A small Mamba-2-like model: 8 heads, 2 groups (B and C replicated above TP 2), 4 KV heads.
-std::vector<ModelRegion> mini_regions(std::int64_t ssm_unit = 16) {
-  using statexfer::DType;
-  return {
-      {"consumed_tokens", DType::int64, 1, {{"endpoint", 1, 8, Split::replicated}}},
-      {"prefix_key", DType::int64, 1, {{"key", 1, 8, Split::replicated}}},
-      {"ssm", DType::float32, 3, {{"heads", 8, ssm_unit, Split::units}}},
-      {"conv", DType::bfloat16, 3, {{"x", 8, 12, Split::units}, {"B", 2, 6, Split::units}, {"C", 2, 6, Split::units}}},
-      {"kv", DType::uint8, 4, {{"kv_heads", 4, 8, Split::units}}}};
-}
-
-constexpr int default_capacity = 8;
-
-/// The whole rows of a batch: random bytes, the endpoint and key of command k.
-struct Wholes {
-  std::vector<std::vector<std::uint8_t>> rows;
-  std::vector<std::int64_t> endpoints, keys;
-};
-
-Wholes make_wholes(const ModelLayout& model, int n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Wholes w;
-  const statexfer::StateLayout whole = model.whole();
-  for (int k = 0; k < n; ++k) {
-    std::vector<std::uint8_t> row(static_cast<std::size_t>(whole.row_bytes()));
-    for (auto& b : row) b = static_cast<std::uint8_t>(rng());
-    const std::int64_t endpoint = 17 + 5 * k, key = 0x5eed0000 + k;
-    std::memcpy(row.data() + whole.region("consumed_tokens").offset, &endpoint, 8);
-    std::memcpy(row.data() + whole.region("prefix_key").offset, &key, 8);
-    w.rows.push_back(std::move(row));
-    w.endpoints.push_back(endpoint);
-    w.keys.push_back(key);
-  }
-  return w;
-}
-
-/// One prefill group (p ranks) and one decode group (d ranks) over one model, wired in process.
-struct Move {
-  ModelLayout model;
-  int p, d;
-  std::vector<statexfer::StatePool<Exec>> sources, destinations;
-  std::vector<statexfer::StateCommands<Exec>> export_commands, import_commands;
-  std::vector<std::vector<statexfer::WireBuffer<Exec>>> wire;  // [i][j]
-  std::vector<std::unique_ptr<statexfer::PreparedExport<Exec>>> exports;
-  std::vector<std::unique_ptr<statexfer::PreparedImport<Exec>>> imports;
-  std::int64_t rows;
-  int capacity;
-
-  Move(const ModelLayout& m, int p_, int d_, std::int64_t rows_ = default_capacity + 2,
-       int capacity_ = default_capacity)
-      : model(m), p(p_), d(d_), wire(static_cast<std::size_t>(p_)), rows(rows_), capacity(capacity_) {
-    for (int i = 0; i < p; ++i) {
-      sources.emplace_back(model.local(p, i), rows, 1);
-      export_commands.push_back(statexfer::StateCommands<Exec>::allocate(capacity));
-      for (int j = 0; j < d; ++j) {
-        const std::int64_t bytes = statexfer::record_bytes(model, {p, i}, {d, j});
-        wire[static_cast<std::size_t>(i)].push_back(
-            bytes > 0 ? statexfer::WireBuffer<Exec>("statexfer::test_wire", bytes * capacity)
-                      : statexfer::WireBuffer<Exec>());
-      }
-      exports.push_back(std::make_unique<statexfer::PreparedExport<Exec>>(sources.back(), export_commands.back(), model,
-                                                                          GroupRank{p, i}, d, wire[i]));
-      exports.back()->prepare(Exec());
-    }
-    for (int j = 0; j < d; ++j) {
-      destinations.emplace_back(model.local(d, j), rows, 1);
-      import_commands.push_back(statexfer::StateCommands<Exec>::allocate(capacity));
-      std::vector<statexfer::WireBuffer<Exec>> from;
-      for (int i = 0; i < p; ++i) from.push_back(wire[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
-      imports.push_back(std::make_unique<statexfer::PreparedImport<Exec>>(destinations.back(), import_commands.back(),
-                                                                          model, p, GroupRank{d, j}, from));
-      imports.back()->prepare(Exec());
-    }
-  }
-
-  /// Source rows 1..n hold the shards of the whole rows.
-  void load_sources(const Wholes& w) {
-    for (int i = 0; i < p; ++i) {
-      auto image = ft::download(sources[static_cast<std::size_t>(i)].backing());
-      const std::int64_t rb = sources[static_cast<std::size_t>(i)].row_bytes();
-      for (std::size_t k = 0; k < w.rows.size(); ++k) {
-        const auto shard = ft::oracle_shard(model.regions(), w.rows[k], p, i);
-        std::memcpy(image.data() + (k + 1) * rb, shard.data(), shard.size());
-      }
-      ft::upload(sources[static_cast<std::size_t>(i)].backing(), image);
-    }
-  }
-
-  void run(const statexfer::StateCommands<Exec>& commands, const std::vector<Command>& batch, int count,
-           const std::function<void()>& validate, const std::function<void()>& apply) const {
-    statexfer::CommandBatch<Exec> b(capacity);
-    for (std::size_t k = 0; k < batch.size(); ++k) b.set(static_cast<std::int64_t>(k), batch[k]);
-    b.set_num_ops(count);
-    commands.upload(Exec(), b);
-    validate();
-    apply();
-    Exec().fence();
-  }
-
-  /// Every source rank exports `batch`; returns each rank's codes.
-  std::vector<std::vector<std::int32_t>> export_all(const std::vector<Command>& batch, int count) {
-    std::vector<std::vector<std::int32_t>> codes;
-    for (int i = 0; i < p; ++i) {
-      auto& e = *exports[static_cast<std::size_t>(i)];
-      run(
-          export_commands[static_cast<std::size_t>(i)], batch, count, [&] { e.validate(Exec()); },
-          [&] { e.apply(Exec()); });
-      codes.push_back(ft::download(export_commands[static_cast<std::size_t>(i)].errors));
-    }
-    return codes;
-  }
-  /// Every destination rank imports `batch`; returns each rank's codes.
-  std::vector<std::vector<std::int32_t>> import_all(const std::vector<Command>& batch, int count) {
-    std::vector<std::vector<std::int32_t>> codes;
-    for (int j = 0; j < d; ++j) {
-      auto& m = *imports[static_cast<std::size_t>(j)];
-      run(
-          import_commands[static_cast<std::size_t>(j)], batch, count, [&] { m.validate(Exec()); },
-          [&] { m.apply(Exec()); });
-      codes.push_back(ft::download(import_commands[static_cast<std::size_t>(j)].errors));
-    }
-    return codes;
-  }
-
-  std::vector<std::uint8_t> destination_row(int j, std::int64_t row) const {
-    const auto& pool = destinations[static_cast<std::size_t>(j)];
-    const auto all = ft::download(pool.backing());
-    return {all.begin() + row * pool.row_bytes(), all.begin() + (row + 1) * pool.row_bytes()};
-  }
-  std::vector<std::uint8_t> record(int i, int j, std::int64_t slot) const {
-    const auto all = ft::download(wire[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
-    const std::int64_t rb = statexfer::record_bytes(model, {p, i}, {d, j});
-    return {all.begin() + slot * rb, all.begin() + (slot + 1) * rb};
-  }
-  void patch_record(int i, int j, std::int64_t slot, std::int64_t offset, std::uint8_t x) {
-    auto& w = wire[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-    auto all = ft::download(w);
-    all[static_cast<std::size_t>(slot * statexfer::record_bytes(model, {p, i}, {d, j}) + offset)] ^= x;
-    ft::upload(w, all);
-  }
-};
-
-std::vector<Command> exports_of(const Wholes& w) {
-  std::vector<Command> batch;
-  for (std::size_t k = 0; k < w.rows.size(); ++k)
-    batch.push_back(
-        Command::export_row(static_cast<std::int64_t>(k) + 1, static_cast<std::int64_t>(k), w.endpoints[k], w.keys[k]));
-  return batch;
-}
-std::vector<Command> imports_of(const Wholes& w) {
-  std::vector<Command> batch;
-  for (std::size_t k = 0; k < w.rows.size(); ++k)
-    batch.push_back(
-        Command::import_row(static_cast<std::int64_t>(k), static_cast<std::int64_t>(k) + 1, w.endpoints[k], w.keys[k]));
-  return batch;
-}
+constexpr int default_capacity = ft::default_exchange_capacity;
 
 std::vector<std::int32_t> zeros(int capacity = default_capacity) { return std::vector<std::int32_t>(capacity, 0); }
 
@@ -422,6 +271,37 @@ TEST(TEST_CATEGORY, exchange_layouts_and_construction) {
         statexfer::PreparedImport<Exec>(pool, commands, model, 2, {2, 0}, wires);
       },
       {"PreparedImport", "wires[0]"}));
+}
+
+// The in-process transport: rank i's buffer for rank j is rank j's from rank
+// i (one View), C records of record_bytes, empty where i sends j nothing; its
+// constructor names what it refuses.
+TEST(TEST_CATEGORY, exchange_shared_wires) {
+  using namespace exchange_test;
+  const ModelLayout model(mini_regions(), 2);
+  const statexfer::SharedWires<Exec> wires(model, 4, 2, 3);
+  EXPECT_EQ(wires.source_tp(), 4);
+  EXPECT_EQ(wires.destination_tp(), 2);
+  EXPECT_EQ(wires.capacity(), 3);
+  int empty = 0;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j) {
+      const std::int64_t rb = statexfer::record_bytes(model, {4, i}, {2, j});
+      EXPECT_EQ(static_cast<std::int64_t>(wires.wire(i, j).extent(0)), 3 * rb) << i << " -> " << j;
+      EXPECT_EQ(wires.exporter(i)[static_cast<std::size_t>(j)].data(), wires.wire(i, j).data());
+      EXPECT_EQ(wires.importer(j)[static_cast<std::size_t>(i)].data(), wires.wire(i, j).data());
+      if (rb == 0) {
+        EXPECT_EQ(wires.wire(i, j).data(), nullptr);
+      }
+      empty += rb == 0;
+    }
+  EXPECT_EQ(empty, 3) << "TP 4 to TP 2: prefill rank 0 sends decode rank 1 nothing, ranks 2 and 3 decode rank 0";
+  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>([&] { statexfer::SharedWires<Exec>(model, 3, 2, 1); },
+                                                       {"SharedWires", "source_tp 3"}));
+  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>([&] { statexfer::SharedWires<Exec>(model, 2, 0, 1); },
+                                                       {"SharedWires", "destination_tp 0"}));
+  EXPECT_TRUE(ft::throws_naming<std::invalid_argument>([&] { statexfer::SharedWires<Exec>(model, 2, 2, 0); },
+                                                       {"SharedWires", "capacity"}));
 }
 
 // The models of perf_tests/MODELS.md split at TP 1, 2, 4 and 8: their whole

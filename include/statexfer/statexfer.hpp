@@ -18,6 +18,7 @@
 #include <statexfer/sharding.hpp>
 #include <statexfer/speculative.hpp>
 #include <statexfer/transfer.hpp>
+#include <statexfer/transport.hpp>
 #include <statexfer/version.hpp>
 
 #endif
