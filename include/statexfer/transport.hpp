@@ -233,6 +233,9 @@ extern template class WireTransport<Kokkos::Serial>;
 #ifdef KOKKOS_ENABLE_OPENMP
 extern template class WireTransport<Kokkos::OpenMP>;
 #endif
+#ifdef KOKKOS_ENABLE_THREADS
+extern template class WireTransport<Kokkos::Threads>;
+#endif
 #ifdef KOKKOS_ENABLE_CUDA
 extern template class WireTransport<Kokkos::Cuda>;
 #endif
