@@ -55,6 +55,7 @@ class Lane {
   void prepare(const Exec& exec, const Comm& comm, bool combine, bool split, bool graphs) {
     split_ = split;
     one_rank_ = comm.size == 1;
+    (void)combine;  // read only where MPI or NCCL is compiled in
 #ifdef STATEXFER_HAVE_NCCL
     if (nccl_ != nullptr && combine) combiner_.emplace(commands_, nccl_);
 #endif
