@@ -35,9 +35,18 @@ TEST(pure, command_batch_named_commands) {
 
 TEST(pure, error_codes_names) {
   using statexfer::CommandError;
-  const char* names[] = {"none",          "invalid_operation", "invalid_slots",     "invalid_endpoint",
-                         "alias_conflict", "invalid_count",    "invalid_page",      "row_in_use",
-                         "layout_mismatch", "record_mismatch", "checksum_mismatch", "coverage_mismatch"};
+  const char* names[] = {"none",
+                         "invalid_operation",
+                         "invalid_slots",
+                         "invalid_endpoint",
+                         "alias_conflict",
+                         "invalid_count",
+                         "invalid_page",
+                         "row_in_use",
+                         "layout_mismatch",
+                         "record_mismatch",
+                         "checksum_mismatch",
+                         "coverage_mismatch"};
   for (std::int32_t code = 0; code <= 11; ++code) {
     EXPECT_STREQ(statexfer::command_error_name(code), names[code]) << code;
     EXPECT_STREQ(statexfer::to_string(static_cast<CommandError>(code)), names[code]) << code;
