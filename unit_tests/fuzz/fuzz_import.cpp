@@ -125,7 +125,7 @@ struct Rig {
       auto image = get<std::uint8_t>(source.backing());
       for (std::int64_t k = 0; k < C; ++k) {
         const auto shard = ft::oracle_shard(model.regions(), wholes[static_cast<std::size_t>(k)], p, i);
-        std::memcpy(image.data() + (k + 1) * source.row_bytes(), shard.data(), shard.size());
+        if (!shard.empty()) std::memcpy(image.data() + (k + 1) * source.row_bytes(), shard.data(), shard.size());
       }
       put(source.backing(), image);
       auto ec = statexfer::StateCommands<Exec>::allocate(C);
@@ -286,14 +286,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const std::int64_t n = std::min(rb, other.record_bytes);
         std::vector<std::uint8_t> record(images[static_cast<std::size_t>(r)].begin() + slot * other.record_bytes,
                                          images[static_cast<std::size_t>(r)].begin() + slot * other.record_bytes + n);
-        std::memcpy(image.data() + at, record.data(), static_cast<std::size_t>(n));
+        if (n > 0) std::memcpy(image.data() + at, record.data(), static_cast<std::size_t>(n));
         break;
       }
       case 6: {  // raw bytes over a stretch of the record
         const std::int64_t from = in.ConsumeIntegralInRange<std::int64_t>(0, rb - 1);
         const std::int64_t n = in.ConsumeIntegralInRange<std::int64_t>(1, rb - from);
         const auto raw = in.ConsumeBytes<std::uint8_t>(static_cast<std::size_t>(n));
-        std::memcpy(image.data() + at + from, raw.data(), raw.size());
+        if (!raw.empty()) std::memcpy(image.data() + at + from, raw.data(), raw.size());  // input may run out
         break;
       }
       default: {  // the checksum recomputed, where the payload is still the export's
