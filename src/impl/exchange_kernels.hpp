@@ -72,6 +72,25 @@ struct ExchangeViews {
   KOKKOS_INLINE_FUNCTION std::int64_t row_int64(std::int64_t row, std::int64_t offset) const {
     return *reinterpret_cast<const std::int64_t*>(pool + row * row_bytes + offset);
   }
+  /// Live command r's plan (its key, endpoint, and the pool `row` and wire
+  /// `slot` where in range) and the code of the checks both sides make first
+  /// (§17: 1 another operation than `op`, 2 a row or slot out of range).
+  KOKKOS_INLINE_FUNCTION std::int32_t plan_command(int r, std::int32_t op, std::int64_t row, std::int64_t slot,
+                                                   ExchangePlan& p) const {
+    p.key = prefix_keys(r);
+    p.endpoint = expected_consumed(r);
+    if (slot >= 0 && slot < capacity) p.slot = slot;
+    if (row > 0 && row < slots()) p.row = pool + row * row_bytes;
+    if (operation(r) != op) return 1;
+    if (p.row == nullptr || p.slot < 0) return 2;
+    return 0;
+  }
+  /// The decision's end: the rows whose command passed, listed for the apply.
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void list_passed(const Member& team, std::int32_t live) const {
+    const auto passed = [&](const int r) { return errors(r) == 0 ? 1 : 0; };
+    list_rows(team, passed, moves, live, static_cast<int>(capacity));
+  }
 };
 
 /// A team's checksum words of the chunks it handles, added to sums(index) once its chunks leave that record.
@@ -132,35 +151,24 @@ struct ExportValidateFunctor {
       if (slot >= 0 && slot < c) Kokkos::atomic_fetch_add(&users[slot], 1);
     });
     team.team_barrier();
-    const std::int64_t slots = v.slots();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const int r) {
       ExchangePlan p{nullptr, -1, 0, 0};
       std::int32_t code = 0;
       if (bad) {
         code = 5;
       } else if (r < live) {
-        const std::int64_t src = v.source_slots(r), slot = v.destination_slots(r);
-        p.key = v.prefix_keys(r);
-        p.endpoint = v.expected_consumed(r);
-        if (slot >= 0 && slot < c) p.slot = slot;
-        if (src > 0 && src < slots) p.row = v.pool + src * v.row_bytes;
-        if (v.operation(r) != op_export) {
-          code = 1;
-        } else if (p.row == nullptr || p.slot < 0) {
-          code = 2;
-        } else if (v.row_int64(src, v.consumed_offset) != p.endpoint ||
-                   (v.key_offset >= 0 && v.row_int64(src, v.key_offset) != p.key)) {
+        const std::int64_t src = v.source_slots(r);
+        code = v.plan_command(r, op_export, src, v.destination_slots(r), p);
+        if (code == 0 && (v.row_int64(src, v.consumed_offset) != p.endpoint ||
+                          (v.key_offset >= 0 && v.row_int64(src, v.key_offset) != p.key)))
           code = 3;
-        } else if (users[p.slot] > 1) {
-          code = 4;
-        }
+        if (code == 0 && users[p.slot] > 1) code = 4;
       }
       v.errors(r) = code;
       v.plan(r) = p;
     });
     team.team_barrier();
-    const auto kind = [&](const int r) { return v.errors(r) == 0 ? 1 : 0; };
-    list_rows(team, kind, v.moves, live, c);
+    v.list_passed(team, live);
   }
 };
 
@@ -305,19 +313,10 @@ struct ImportDecideFunctor {
       if (bad) {
         code = 5;
       } else if (r < live) {
-        const std::int64_t slot = v.source_slots(r), row = v.destination_slots(r);
-        p.key = v.prefix_keys(r);
-        p.endpoint = v.expected_consumed(r);
-        if (slot >= 0 && slot < c) p.slot = slot;
-        if (row > 0 && row < slots) p.row = v.pool + row * v.row_bytes;
-        if (v.operation(r) != op_import) {
-          code = 1;
-        } else if (p.row == nullptr || p.slot < 0) {
-          code = 2;
-        } else {
-          for (int q = 0; q < v.peer_count && code == 0; ++q) code = check_record(r, q, p);
-          if (code == 0 && (row_users(row) > 1 || slot_users(p.slot) > 1)) code = 4;
-        }
+        const std::int64_t row = v.destination_slots(r);
+        code = v.plan_command(r, op_import, row, v.source_slots(r), p);
+        for (int q = 0; q < v.peer_count && code == 0; ++q) code = check_record(r, q, p);
+        if (code == 0 && (row_users(row) > 1 || slot_users(p.slot) > 1)) code = 4;
       }
       v.errors(r) = code;
       v.plan(r) = p;
@@ -331,8 +330,7 @@ struct ImportDecideFunctor {
       if (slot >= 0 && slot < c) slot_users(slot) = 0;
     });
     team.team_barrier();
-    const auto kind = [&](const int r) { return v.errors(r) == 0 ? 1 : 0; };
-    list_rows(team, kind, v.moves, live, c);
+    v.list_passed(team, live);
   }
 };
 

@@ -164,6 +164,56 @@ void check_count(const TransportData<ExecutionSpace>& d, const char* call, std::
   throw std::logic_error(std::string("statexfer::WireTransport::") + call + ": the transport was moved from");
 }
 
+/// The host-staged path's copies of `count` records between each peer's wire
+/// and its pinned mirror, on `exec`.
+template <class ExecutionSpace>
+void stage(const ExecutionSpace& exec, const TransportData<ExecutionSpace>& d, std::int64_t count, bool to_mirror) {
+  for (const auto& peer : d.peers) {
+    const auto range = std::make_pair(std::int64_t(0), count * peer.record_bytes);
+    const auto wire = Kokkos::subview(peer.wire, range);
+    const auto mirror = Kokkos::subview(peer.mirror, range);
+    if (to_mirror)
+      Kokkos::deep_copy(exec, mirror, wire);
+    else
+      Kokkos::deep_copy(exec, wire, mirror);
+  }
+}
+
+#ifdef STATEXFER_HAVE_MPI
+/// One nonblocking call, post(buffer, bytes, peer rank, request), per message
+/// of each peer's `count` records (from its mirror when staged, else its wire),
+/// then a wait for them all: throws naming `what` when a post failed, returns
+/// whether the wait succeeded (a message longer than posted fails it).
+template <class ExecutionSpace, class Post>
+bool post_and_wait(const TransportData<ExecutionSpace>& d, std::int64_t count, const char* what, const Post& post) {
+  const bool staged = d.path == TransportPath::host_staged;
+  int posted = 0, rc = MPI_SUCCESS;
+  for (const auto& peer : d.peers) {
+    std::uint8_t* base = staged ? peer.mirror.data() : peer.wire.data();
+    for_messages(count * peer.record_bytes, [&](std::int64_t at, int n) {
+      if (rc == MPI_SUCCESS) rc = post(base + at, n, peer.comm_rank, &d.requests[static_cast<std::size_t>(posted++)]);
+    });
+  }
+  const int waited = MPI_Waitall(posted, d.requests.data(), d.statuses.data());
+  if (rc != MPI_SUCCESS) transport_failure(std::string(what) + " failed");
+  return waited == MPI_SUCCESS;
+}
+#endif
+
+#if defined(STATEXFER_HAVE_NCCL) && defined(KOKKOS_ENABLE_CUDA)
+/// One NCCL group of call(buffer, bytes, peer rank) for each peer's `count` records.
+template <class Call>
+void nccl_group(const TransportData<Kokkos::Cuda>& d, std::int64_t count, const char* what, const Call& call) {
+  ncclResult_t rc = ncclGroupStart();
+  for (const auto& peer : d.peers)
+    if (rc == ncclSuccess)
+      rc = call(peer.wire.data(), static_cast<std::size_t>(count * peer.record_bytes), peer.comm_rank);
+  const ncclResult_t end = ncclGroupEnd();
+  if (rc != ncclSuccess || end != ncclSuccess)
+    transport_failure(std::string(what) + " failed: " + ncclGetErrorString(rc != ncclSuccess ? rc : end));
+}
+#endif
+
 }  // namespace impl
 
 #ifdef STATEXFER_HAVE_MPI
@@ -276,16 +326,10 @@ void WireTransport<ExecutionSpace>::send(const ExecutionSpace& exec, std::int64_
 #ifdef STATEXFER_HAVE_NCCL
   if (d.backend == TransportBackend::nccl) {
 #ifdef KOKKOS_ENABLE_CUDA
-    if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) {
-      ncclResult_t rc = ncclGroupStart();
-      for (const auto& peer : d.peers)
-        if (rc == ncclSuccess)
-          rc = ncclSend(peer.wire.data(), static_cast<std::size_t>(count * peer.record_bytes), ncclUint8,
-                        peer.comm_rank, d.nccl_comm, exec.cuda_stream());
-      const ncclResult_t end = ncclGroupEnd();
-      if (rc != ncclSuccess || end != ncclSuccess)
-        impl::transport_failure(std::string("ncclSend failed: ") + ncclGetErrorString(rc != ncclSuccess ? rc : end));
-    }
+    if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>)
+      impl::nccl_group(d, count, "ncclSend", [&](std::uint8_t* buffer, std::size_t bytes, int peer) {
+        return ncclSend(buffer, bytes, ncclUint8, peer, d.nccl_comm, exec.cuda_stream());
+      });
 #endif
     return;
   }
@@ -294,23 +338,14 @@ void WireTransport<ExecutionSpace>::send(const ExecutionSpace& exec, std::int64_
   if (d.backend == TransportBackend::mpi) {
     exec.fence();  // the export's records are complete
     if (d.path == TransportPath::host_staged) {
-      for (const auto& peer : d.peers) {
-        const auto range = std::make_pair(std::int64_t(0), count * peer.record_bytes);
-        Kokkos::deep_copy(exec, Kokkos::subview(peer.mirror, range), Kokkos::subview(peer.wire, range));
-      }
+      impl::stage(exec, d, count, true);
       exec.fence();
     }
-    int posted = 0, rc = MPI_SUCCESS;
-    for (const auto& peer : d.peers) {
-      const std::uint8_t* base = d.path == TransportPath::host_staged ? peer.mirror.data() : peer.wire.data();
-      impl::for_messages(count * peer.record_bytes, [&](std::int64_t at, int n) {
-        if (rc == MPI_SUCCESS)
-          rc = MPI_Isend(base + at, n, MPI_BYTE, peer.comm_rank, impl::transport_tag, d.mpi_comm,
-                         &d.requests[static_cast<std::size_t>(posted++)]);
-      });
-    }
-    const int waited = MPI_Waitall(posted, d.requests.data(), d.statuses.data());
-    if (rc != MPI_SUCCESS || waited != MPI_SUCCESS) impl::transport_failure("MPI_Isend failed");
+    const bool sent =
+        impl::post_and_wait(d, count, "MPI_Isend", [&](std::uint8_t* buffer, int bytes, int peer, MPI_Request* r) {
+          return MPI_Isend(buffer, bytes, MPI_BYTE, peer, impl::transport_tag, d.mpi_comm, r);
+        });
+    if (!sent) impl::transport_failure("MPI_Isend failed");
     return;
   }
 #endif
@@ -327,16 +362,10 @@ void WireTransport<ExecutionSpace>::receive(const ExecutionSpace& exec, std::int
 #ifdef STATEXFER_HAVE_NCCL
   if (d.backend == TransportBackend::nccl) {
 #ifdef KOKKOS_ENABLE_CUDA
-    if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) {
-      ncclResult_t rc = ncclGroupStart();
-      for (const auto& peer : d.peers)
-        if (rc == ncclSuccess)
-          rc = ncclRecv(peer.wire.data(), static_cast<std::size_t>(count * peer.record_bytes), ncclUint8,
-                        peer.comm_rank, d.nccl_comm, exec.cuda_stream());
-      const ncclResult_t end = ncclGroupEnd();
-      if (rc != ncclSuccess || end != ncclSuccess)
-        impl::transport_failure(std::string("ncclRecv failed: ") + ncclGetErrorString(rc != ncclSuccess ? rc : end));
-    }
+    if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>)
+      impl::nccl_group(d, count, "ncclRecv", [&](std::uint8_t* buffer, std::size_t bytes, int peer) {
+        return ncclRecv(buffer, bytes, ncclUint8, peer, d.nccl_comm, exec.cuda_stream());
+      });
 #endif
     return;
   }
@@ -345,21 +374,13 @@ void WireTransport<ExecutionSpace>::receive(const ExecutionSpace& exec, std::int
   if (d.backend == TransportBackend::mpi) {
     // Earlier imports' reads of the wires and earlier staged copies out of the mirrors are complete.
     exec.fence();
-    const bool staged = d.path == TransportPath::host_staged;
-    int posted = 0, rc = MPI_SUCCESS;
-    for (const auto& peer : d.peers) {
-      std::uint8_t* base = staged ? peer.mirror.data() : peer.wire.data();
-      impl::for_messages(count * peer.record_bytes, [&](std::int64_t at, int n) {
-        if (rc == MPI_SUCCESS)
-          rc = MPI_Irecv(base + at, n, MPI_BYTE, peer.comm_rank, impl::transport_tag, d.mpi_comm,
-                         &d.requests[static_cast<std::size_t>(posted++)]);
-      });
-    }
-    const int waited = MPI_Waitall(posted, d.requests.data(), d.statuses.data());
-    if (rc != MPI_SUCCESS) impl::transport_failure("MPI_Irecv failed");
+    const bool waited =
+        impl::post_and_wait(d, count, "MPI_Irecv", [&](std::uint8_t* buffer, int bytes, int peer, MPI_Request* r) {
+          return MPI_Irecv(buffer, bytes, MPI_BYTE, peer, impl::transport_tag, d.mpi_comm, r);
+        });
     // Each message must be exactly as long as posted: a sender of another count sends others.
     int k = 0;
-    bool whole = waited == MPI_SUCCESS;
+    bool whole = waited;
     for (const auto& peer : d.peers)
       impl::for_messages(count * peer.record_bytes, [&](std::int64_t, int n) {
         int got = -1;
@@ -369,11 +390,7 @@ void WireTransport<ExecutionSpace>::receive(const ExecutionSpace& exec, std::int
     if (!whole)
       impl::transport_failure("receive(" + std::to_string(count) +
                               "): a prefill rank sent another count of records (both sides pass the batch's count)");
-    if (staged)
-      for (const auto& peer : d.peers) {
-        const auto range = std::make_pair(std::int64_t(0), count * peer.record_bytes);
-        Kokkos::deep_copy(exec, Kokkos::subview(peer.wire, range), Kokkos::subview(peer.mirror, range));
-      }
+    if (d.path == TransportPath::host_staged) impl::stage(exec, d, count, false);
     return;
   }
 #endif
