@@ -16,8 +16,6 @@
 #include <Kokkos_Core.hpp>
 #include <cuda_runtime.h>
 #include <nccl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +24,8 @@
 
 #include <statexfer/combine.hpp>
 #include <statexfer/statexfer.hpp>
+
+#include "nccl_ranks.hpp"
 
 namespace {
 
@@ -192,81 +192,20 @@ int check_captured_step(ncclComm_t comm, int rank, int ranks, int replays) {
   return failures;
 }
 
-// Rank 0 makes the unique id (its process then hosts NCCL's bootstrap root)
-// and writes one copy per other rank into the pipe; each other rank reads one.
-int run_rank(int rank, int ranks, int id_pipe[2], const char* program) {
-  ncclUniqueId id;
-  if (rank == 0) {
-    if (ncclGetUniqueId(&id) != ncclSuccess) {
-      std::fprintf(stderr, "rank 0: ncclGetUniqueId failed\n");
-      return 1;
-    }
-    for (int r = 1; r < ranks; ++r)
-      if (write(id_pipe[1], &id, sizeof id) != static_cast<ssize_t>(sizeof id)) return 1;
-  } else if (read(id_pipe[0], &id, sizeof id) != static_cast<ssize_t>(sizeof id)) {
-    std::fprintf(stderr, "rank %d: no NCCL unique id from rank 0\n", rank);
-    return 1;
-  }
-  std::string device = "--kokkos-device-id=" + std::to_string(rank);
-  std::vector<char*> args = {const_cast<char*>(program), device.data()};
-  int argc = static_cast<int>(args.size());
-  Kokkos::initialize(argc, args.data());
-  int failures = 0;
-  {
-    ncclComm_t comm;
-    if (ncclCommInitRank(&comm, ranks, id, rank) != ncclSuccess) {
-      std::fprintf(stderr, "rank %d: ncclCommInitRank failed\n", rank);
-      failures = 1;
-    } else {
-      failures += check_combinations(comm, rank, ranks);
-      const int replays = 4 * 2 * ranks;
-      failures += check_captured_step(comm, rank, ranks, replays);
-      ncclCommDestroy(comm);
-      std::printf("rank %d (GPU %d): %s\n", rank, rank, failures == 0 ? "all right" : "FAILED");
-    }
-  }
-  Kokkos::finalize();
-  std::fflush(stdout);  // the rank leaves with _exit(), which flushes nothing
-  return failures == 0 ? 0 : 1;
-}
-
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  int ranks = 0;
-  if (argc > 1) ranks = std::atoi(argv[1]);
-  if (ranks <= 0) {
-    // Count GPUs in a child: the parent must not initialise CUDA before it forks.
-    int fds[2];
-    if (pipe(fds) != 0) return 2;
-    if (fork() == 0) {
-      int n = 0;
-      if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-      (void)!write(fds[1], &n, sizeof n);
-      _exit(0);
-    }
-    (void)!read(fds[0], &ranks, sizeof ranks);
-    wait(nullptr);
-  }
+  const int ranks = argc > 1 && std::atoi(argv[1]) > 0 ? std::atoi(argv[1]) : statexfer::test::visible_gpus();
   if (ranks < 2) {
     std::fprintf(stderr, "statexfer-nccl-check: needs at least 2 GPUs (found %d)\n", ranks);
     return 2;
   }
-  // Pipe writes of one id (128 bytes) are atomic, so the ranks cannot mix them up.
-  int id_pipe[2];
-  if (pipe(id_pipe) != 0) return 2;
-  std::vector<pid_t> children;
-  for (int r = 0; r < ranks; ++r) {
-    const pid_t pid = fork();
-    if (pid == 0) _exit(run_rank(r, ranks, id_pipe, argv[0]));
-    children.push_back(pid);
-  }
-  int failed = 0;
-  for (pid_t pid : children) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
-  }
+  const int failed = statexfer::test::run_ranks(ranks, argv[0], [&](ncclComm_t comm, int rank) {
+    int failures = check_combinations(comm, rank, ranks);
+    failures += check_captured_step(comm, rank, ranks, 4 * 2 * ranks);
+    std::printf("rank %d (GPU %d): %s\n", rank, rank, failures == 0 ? "all right" : "FAILED");
+    return failures;
+  });
   std::printf("statexfer-nccl-check: %d ranks over NCCL, %s\n", ranks,
               failed == 0 ? "every combination right, faulted commands applied on no rank" : "FAILED");
   return failed == 0 ? 0 : 1;
