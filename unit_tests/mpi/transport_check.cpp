@@ -12,7 +12,8 @@
 //  3. a partial batch moves only its live records (the wire bytes past them
 //     keep what they held), and an empty one moves nothing;
 //  4. the constructor names what it refuses; send() on a decode rank and a
-//     count outside [0, C] are refused.
+//     count outside [0, C] are refused; a receive of more records than were
+//     sent is an error that says so.
 // Both numberings: prefill ranks first, then decode ranks first.
 //
 //   mpirun -np 4 statexfer-transport-check 1 3     exit 0 when all is right
@@ -359,6 +360,14 @@ int check(int p, int d, bool decode_first) {
               },
               {"count", "is not in [0, 8]"}, what),
           "a count outside [0, C]");
+  // Each side passes the batch's count: a decode rank that posts more records
+  // than were sent is told so (every message is still matched and consumed).
+  if (prefill)
+    transport.send(exec, 1);
+  else
+    refused(throws_naming<std::runtime_error>([&] { transport.receive(exec, 2); },
+                                              {"receive(2)", "another count of records"}, what),
+            "a receive of more records than were sent");
   MPI_Comm_free(&group_comm);
   return report.failures;
 }
