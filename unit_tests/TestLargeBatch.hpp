@@ -204,15 +204,17 @@ inline std::int64_t fill_batch(Rng& rng, const Shape& s, Case& c, Scenario scena
     return snaps[next_snap++ % snaps.size()];
   };
 
-  // Count.
+  // Count. Half the partial counts are a few rows (up to twice the contract's 64, which
+  // validate() above 64 commands decides without its sort up to 64).
+  const std::int64_t few = 2 * statexfer::max_capacity;
   std::int64_t count = C;
   if (scenario == Scenario::invalid_count)
     count = choice<std::int64_t>(
         rng, {-1, C + 1, 2 * C, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()});
   else if (scenario == Scenario::junk_after_count)
-    count = C == 1 ? 0 : uniform(rng, 1, C - 1);
+    count = C == 1 ? 0 : uniform(rng, 1, unit(rng) < 0.5 ? std::min<std::int64_t>(C - 1, few) : C - 1);
   else if (mixed && unit(rng) < 0.3)
-    count = uniform(rng, 0, C);
+    count = uniform(rng, 0, unit(rng) < 0.5 ? std::min<std::int64_t>(C, few) : C);
   else if (scenario == Scenario::one_trailing_page && unit(rng) < 0.25)
     count = 1;  // alone: its two parts on one page do not collide with each other
 

@@ -40,7 +40,13 @@ TEST(TEST_CATEGORY, construction_apply_design) {
     EXPECT_EQ(t.launch_plan().apply, statexfer::ApplyDesign::compact) << t.launch_summary();
     EXPECT_EQ(t.launch_plan().compact_units, 1) << "small rows: one unit an item";
     EXPECT_EQ(t.launch_plan().apply_words, 2);
-    EXPECT_NE(t.launch_summary().find(" compact (1 units an item)"), std::string::npos) << t.launch_summary();
+    // GPUs name the words a thread moves; hosts move a work item a unit with the C library.
+    const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
+    EXPECT_EQ(t.launch_plan().compact_words, 4) << "work items under 64 KiB: 8 KiB units";
+    EXPECT_NE(
+        t.launch_summary().find(host ? " compact (1 units an item)" : " compact (1 units an item, 4 words a thread)"),
+        std::string::npos)
+        << t.launch_summary();
   }
   s.config.options.apply = statexfer::ApplyDesign::flat_grid;
   for (const int words : {1, 2, 4}) {
@@ -88,6 +94,7 @@ TEST(TEST_CATEGORY, construction_options_ranges) {
       {"options.expert.apply_tile_bytes", [](auto& o) { o.expert.apply_tile_bytes = 128; }},
       {"options.expert.apply_tile_bytes", [](auto& o) { o.expert.apply_tile_bytes = 1000; }},
       {"options.expert.apply_teams", [](auto& o) { o.expert.apply_teams = -3; }},
+      {"options.expert.compact_words", [](auto& o) { o.expert.compact_words = 3; }},
       {"options.expert.validate_rows_per_team", [](auto& o) { o.expert.validate_rows_per_team = 65; }},
       {"options.expert.validate_peers_per_lane", [](auto& o) { o.expert.validate_peers_per_lane = -1; }},
       {"options.expert.validate_chunk", [](auto& o) { o.expert.validate_chunk = 96; }},

@@ -40,8 +40,9 @@ struct Design {
   const char* name;
   ApplyDesign apply;
   FusedDesign fused;
-  int apply_teams;   // 0: the default league
-  bool small_tiles;  // 1 KiB work items: several a row
+  int apply_teams;        // 0: the default league
+  bool small_tiles;       // 1 KiB work items: several a row
+  int compact_words = 0;  // the compact grid's 16-byte words a thread on GPUs (0: the default)
 };
 
 const std::vector<Design>& designs() {
@@ -49,6 +50,7 @@ const std::vector<Design>& designs() {
       {"automatic", ApplyDesign::automatic, FusedDesign::two_launches, 0, false},
       {"compact", ApplyDesign::compact, FusedDesign::two_launches, 0, true},
       {"compact_3_teams", ApplyDesign::compact, FusedDesign::two_launches, 3, true},
+      {"compact_4_words", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 4},
       {"flat_grid", ApplyDesign::flat_grid, FusedDesign::two_launches, 0, true},
       {"teams", ApplyDesign::teams, FusedDesign::two_launches, 0, false},
       {"persistent", ApplyDesign::persistent, FusedDesign::two_launches, 0, false},
@@ -110,6 +112,7 @@ TEST(TEST_CATEGORY, partial_batches_match_the_oracle_at_every_capacity_and_desig
         options.apply = d.apply;
         options.validate_and_apply = d.fused;
         options.expert.apply_teams = d.apply_teams;
+        options.expert.compact_words = d.compact_words;
         if (d.small_tiles) options.expert.apply_tile_bytes = 1024;
         const bool one_call = d.fused != FusedDesign::two_launches;
         const std::string what = std::string(d.name) + "_C" + std::to_string(C) + "_live" + std::to_string(live);
@@ -142,6 +145,7 @@ TEST(TEST_CATEGORY, partial_batches_after_full_ones_leave_nothing_behind) {
       o.options.apply = d.apply;
       o.options.validate_and_apply = d.fused;
       o.options.expert.apply_teams = d.apply_teams;
+      o.options.expert.compact_words = d.compact_words;
       ft::Batch<TEST_EXECSPACE> b(o);
       b.one_call = d.fused != FusedDesign::two_launches;
       const std::string what = std::string(d.name) + " C" + std::to_string(C);

@@ -40,7 +40,8 @@ struct LaunchPlan {
   int fused_words = 0;                                         ///< flat grid: 16-byte words a thread a round
   // The compact grid (apply)
   std::int64_t compact_teams = 0;  ///< its league
-  int compact_units = 0;           ///< units (8 KiB on GPUs, a work item on hosts) covering the longest work item
+  int compact_units = 0;           ///< units (on GPUs 128 threads x compact_words, a work item on hosts) a work item
+  int compact_words = 0;           ///< 16-byte words a thread moves a unit (GPUs)
   // The persistent grid (apply or validate_and_apply)
   std::int64_t persistent_teams = 0;  ///< its league
   int persistent_units = 0;           ///< 8 KiB units covering the longest work item

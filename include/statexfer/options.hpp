@@ -47,6 +47,9 @@ struct ExpertOptions {
   /// on GPUs (12 teams of 128 threads an SM), the CPU's threads on hosts. Fewer
   /// teams leave SMs to other work (host-tier moves on a stream of their own).
   int apply_teams = 0;
+  /// apply()'s compact grid on GPUs: 16-byte words a thread moves a unit (2 or 4); 0: 2 (4 KiB units) where the
+  /// longest work item is 64 KiB or more, else 4 (8 KiB units).
+  int compact_words = 0;
   /// apply()'s flat grid: 16-byte words a thread (1, 2 or 4); 0: 2.
   int apply_words = 0;
   /// apply()'s teams: threads a team (1 to 1024); 0: 128 on GPUs, 1 on hosts.

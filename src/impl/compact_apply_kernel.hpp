@@ -3,13 +3,15 @@
 
 // apply() over the compact plan validate() left (move_list.hpp): a fixed
 // league of teams, about one wave on GPUs, strides over the units of the rows
-// that move bytes (a unit: what a team moves at once, 8 KiB on GPUs, a work
-// item on hosts), and team 0 swaps the remapping commits' state-row entries.
-// A row past num_ops, refused, a remap or an empty slot adds no unit, so a
-// partly filled batch costs what it moves; a team reads the list, the row's
-// plan and code and the work item per unit (cached after the first), and
-// copies with the flat grid's moves (few registers: the teams of a wave keep
-// as many bytes in flight as the flat grid's blocks).
+// that move bytes (a unit: what a team moves at once, 128 threads x `Words`
+// 16-byte words on GPUs, a work item on hosts), and team 0 swaps the remapping
+// commits' state-row entries. A row past num_ops, refused, a remap or an empty
+// slot adds no unit, so a partly filled batch costs what it moves.
+//
+// Units of 4 KiB (two words a thread) for work items of a whole tile, 8 KiB
+// (four) for shorter ones (launch_plan.hpp); fetching the next unit's
+// addresses or words before the current unit's stores was no faster on the
+// H200 (perf_tests/DESIGN-NOTES.md).
 
 #include <Kokkos_Core.hpp>
 
@@ -20,22 +22,27 @@
 #include "apply_kernel.hpp"
 #include "device_types.hpp"
 #include "flat_apply_kernel.hpp"
+#include "launch_plan.hpp"
 #include "move_list.hpp"
 #include "row_claims.hpp"
 
 namespace statexfer::impl {
 
-template <class ExecutionSpace>
+/// One unit as a thread of its team sees it: n bytes from src (null: zeros) to dst; n = 0: nothing.
+struct CompactUnit {
+  std::uint8_t* dst;
+  const std::uint8_t* src;
+  std::int32_t n;
+};
+
+template <class ExecutionSpace, int Words>
 struct CompactApplyFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
   static constexpr bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
-  // 128 threads moving four 16-byte words each a round: 8 KiB units.
   static constexpr int team_threads = 128;
-  static constexpr int words_per_thread = 4;
-  static constexpr std::int64_t unit_bytes = team_threads * words_per_thread * 16;
-  // Twelve teams an SM fit 40 registers a thread, which four words in flight need (as the flat grid's).
-  static constexpr int teams_per_sm = 12;
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<team_threads, teams_per_sm>>;
+  static constexpr std::int64_t unit_bytes = team_threads * Words * 16;
+  // Twelve teams an SM fit 40 registers a thread (sixteen, 32, spill).
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<team_threads, compact_teams_per_sm>>;
   using member_type = typename policy_type::member_type;
 
   Kokkos::View<const std::int32_t*, memory_space> errors;
@@ -49,6 +56,61 @@ struct CompactApplyFunctor {
   std::int32_t items_per_row = 1;
   std::int32_t units_per_item = 1;  // units covering the longest work item (1 on hosts: a unit is an item)
 
+  /// Unit v of the listed rows, or nothing (v >= total). A key stamp is written here, by thread 0.
+  KOKKOS_INLINE_FUNCTION CompactUnit unit(std::int32_t v, std::int32_t total, std::int32_t per_row, int t) const {
+    CompactUnit u{nullptr, nullptr, 0};
+    if (v >= total) return u;
+    const std::int32_t k = v / per_row, rest = v - k * per_row;
+    const std::int32_t item_index = rest / units_per_item, part = rest - item_index * units_per_item;
+    const std::int32_t r = moves(move_rows + k);
+    const ItemMove m = item_move(plan(r), errors(r), items(item_index));
+    const std::int64_t at = host ? 0 : std::int64_t(part) * unit_bytes;
+    if (at >= m.length) return u;
+    if (m.stamp) {
+      if (t == 0) stamp_key(m.dst, plan(r).key);
+      return u;
+    }
+    u.dst = m.dst + at;
+    u.src = m.src == nullptr ? nullptr : m.src + at;
+    const std::int64_t left = m.length - at;
+    u.n = static_cast<std::int32_t>(host || left < unit_bytes ? left : unit_bytes);  // hosts: the whole item
+    return u;
+  }
+
+  /// Zeros, or source and destination 16-byte words apart: the unit moves in 16-byte words.
+  KOKKOS_INLINE_FUNCTION static bool wide(const CompactUnit& u) {
+    return u.src == nullptr ||
+           ((reinterpret_cast<std::uintptr_t>(u.dst) ^ reinterpret_cast<std::uintptr_t>(u.src)) & 15) == 0;
+  }
+
+  /// Thread t's 16-byte words of a wide unit (one round: a unit is the team's words); zeros otherwise.
+  KOKKOS_INLINE_FUNCTION static void load(const CompactUnit& u, int t, Word16 (&v)[Words]) {
+    const WordSpan span = word_span<16>(u.dst, u.n);
+    const bool words = u.n > 0 && u.src != nullptr && wide(u);
+    const Word16* s = words ? reinterpret_cast<const Word16*>(u.src + span.head) : nullptr;
+    for (int j = 0; j < Words; ++j) {
+      const int w = t + j * team_threads;
+      v[j] = words && w < span.words ? s[w] : Word16{};
+    }
+  }
+
+  /// A wide unit's stores from `v` and its edge bytes, or a narrower unit's whole move.
+  KOKKOS_INLINE_FUNCTION static void store(const CompactUnit& u, int t, const Word16 (&v)[Words]) {
+    if (u.n == 0) return;
+    if (!wide(u)) return flat_move_widest<Words>(u.dst, u.src, u.n, t, team_threads);
+    const WordSpan span = word_span<16>(u.dst, u.n);
+    Word16* d = reinterpret_cast<Word16*>(u.dst + span.head);
+    for (int j = 0; j < Words; ++j) {
+      const int w = t + j * team_threads;
+      if (w < span.words) d[w] = v[j];
+    }
+    const int edge = span.head + (u.n - span.tail_begin);
+    if (t < edge) {
+      const int b = t < span.head ? t : span.tail_begin + (t - span.head);
+      u.dst[b] = u.src == nullptr ? std::uint8_t(0) : u.src[b];
+    }
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int t = team.team_rank(), threads = team.team_size();
     const std::int32_t n_move = moves(move_count), n_remap = moves(remap_count);
@@ -58,31 +120,23 @@ struct CompactApplyFunctor {
         const std::int32_t r = moves(move_rows + capacity - 1 - j);
         if (errors(r) == 0) remap_state_rows(state_rows, plan(r));
       }
-    // Units fit int32: prepare() takes another design where C x items x units would not.
+    // Units and the league fit int32 together: prepare() takes another design where they would not.
     const std::int32_t per_row = items_per_row * units_per_item;
-    const std::int32_t total = n_move * per_row;
-    for (std::int32_t v = team.league_rank(); v < total; v += team.league_size()) {
-      const std::int32_t k = v / per_row, rest = v - k * per_row;
-      const std::int32_t item_index = rest / units_per_item, unit = rest - item_index * units_per_item;
-      const std::int32_t r = moves(move_rows + k);
-      const ItemMove m = item_move(plan(r), errors(r), items(item_index));
-      const std::int64_t at = host ? 0 : std::int64_t(unit) * unit_bytes;
-      if (at >= m.length) continue;
-      if (m.stamp) {
-        if (t == 0) stamp_key(m.dst, plan(r).key);
-        continue;
+    const std::int32_t total = n_move * per_row, stride = team.league_size();
+    if constexpr (host) {
+      // Hosts: a unit is a whole work item, moved by the C library (teams of one).
+      for (std::int32_t v = team.league_rank(); v < total; v += stride) {
+        const CompactUnit u = unit(v, total, per_row, t);
+        if (u.n > 0)
+          u.src == nullptr ? (void)std::memset(u.dst, 0, static_cast<std::size_t>(u.n))
+                           : (void)std::memcpy(u.dst, u.src, static_cast<std::size_t>(u.n));
       }
-      const std::int64_t left = m.length - at;
-      std::uint8_t* dst = m.dst + at;
-      const std::uint8_t* src = m.src == nullptr ? nullptr : m.src + at;
-      if constexpr (host) {
-        // Hosts: a unit is a whole work item, moved by the C library (teams of one).
-        if (t == 0)
-          src == nullptr ? (void)std::memset(dst, 0, static_cast<std::size_t>(left))
-                         : (void)std::memcpy(dst, src, static_cast<std::size_t>(left));
-      } else {
-        const int n = static_cast<int>(left < unit_bytes ? left : unit_bytes);
-        flat_move_widest<words_per_thread>(dst, src, n, t, threads);
+    } else {
+      for (std::int32_t v = team.league_rank(); v < total; v += stride) {
+        const CompactUnit u = unit(v, total, per_row, t);
+        Word16 a[Words];
+        load(u, t, a);
+        store(u, t, a);
       }
     }
     // With row claims, the last team releases them once every team's bytes are written.

@@ -52,10 +52,12 @@ struct DeviceLimits {
 /// Bytes of one unit of the persistent grid (PersistentFunctor::unit_bytes) and of the compact grid on GPUs
 /// (CompactApplyFunctor::unit_bytes).
 inline constexpr std::int64_t persistent_unit_bytes = 128 * 4 * 16;
-inline constexpr std::int64_t compact_unit_bytes = 128 * 4 * 16;
-/// The compact grid's teams on GPUs: 12 of 128 threads an SM (CompactApplyFunctor's launch bounds), of the 2048
-/// threads an SM holds.
-inline constexpr std::int64_t compact_teams_per_sm = 12;
+/// The compact grid on GPUs (CompactApplyFunctor): 16-byte words a thread a unit, and its teams of 128
+/// threads an SM, of the 2048 an SM holds (its launch bounds). Work items of a whole tile (rows from
+/// 64 KiB) move fastest in 4 KiB units (two words); shorter ones in 8 KiB units (four), which leave fewer
+/// empty units where items are shorter than the longest (perf_tests/DESIGN-NOTES.md).
+inline constexpr int compact_teams_per_sm = 12;
+inline int default_compact_words(std::int64_t longest_item) { return longest_item >= 64 * 1024 ? 2 : 4; }
 
 /// Defaults of TransferOptions that the constructor needs before prepare().
 inline constexpr std::int64_t default_tile_bytes = 64 * 1024;
@@ -77,6 +79,8 @@ inline void check_options(const TransferOptions& options) {
   const auto design = static_cast<int>(options.validate_and_apply);
   if (design < 0 || design > static_cast<int>(FusedDesign::persistent))
     reject("options.validate_and_apply is not a FusedDesign, got " + std::to_string(design));
+  if (o.compact_words != 0 && o.compact_words != 2 && o.compact_words != 4)
+    reject("options.expert.compact_words must be 0 (the default), 2 or 4, got " + std::to_string(o.compact_words));
   range("apply_teams", o.apply_teams, 1, 1 << 20);
   if (o.apply_words != 0 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
     reject("options.expert.apply_words must be 0 (the default), 1, 2 or 4, got " + std::to_string(o.apply_words));
@@ -145,15 +149,18 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // The compact grid: a fixed league striding over the units of the rows that
   // validate() listed as moving bytes, so that a step costs what it moves at
   // every capacity and live count (the flat grid and the teams launch every
-  // work item of every row, live or not). GPUs: 8 KiB units, about a wave of
+  // work item of every row, live or not). GPUs: 4 KiB units, about a wave of
   // teams; hosts: a work item a unit, a team of one a thread. Its unit indices
   // are 32-bit: past that, the teams.
+  p.compact_words = o.compact_words > 0 ? o.compact_words : default_compact_words(s.longest_item);
+  const std::int64_t compact_unit_bytes = 128 * 16 * std::int64_t(p.compact_words);
   p.compact_units =
       host
           ? 1
           : static_cast<int>(std::max<std::int64_t>(1, (s.longest_item + compact_unit_bytes - 1) / compact_unit_bytes));
   const std::int64_t compact_units = p.work_items * p.compact_units;
-  const bool compact_fits = compact_units <= std::numeric_limits<std::int32_t>::max();
+  // Its unit indices are int32, a unit plus the league (at most 2^20 teams) too.
+  const bool compact_fits = compact_units <= std::numeric_limits<std::int32_t>::max() - (std::int64_t(1) << 20);
   const std::int64_t compact_resident = host ? d.concurrency : d.concurrency * compact_teams_per_sm / 2048;
   p.compact_teams = std::max<std::int64_t>(
       1, std::min(compact_units,

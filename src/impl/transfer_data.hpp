@@ -150,8 +150,9 @@ struct TransferData {
     return f;
   }
 
-  CompactApplyFunctor<ExecutionSpace> compact_functor() const {
-    CompactApplyFunctor<ExecutionSpace> f;
+  template <int Words = 4>  // hosts: any (a unit is a work item)
+  CompactApplyFunctor<ExecutionSpace, Words> compact_functor() const {
+    CompactApplyFunctor<ExecutionSpace, Words> f;
     f.errors = commands.errors;
     f.plan = plan;
     f.items = items;

@@ -95,11 +95,21 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
   const auto& d = ready("apply", &exec);
   if (d.launches.apply == ApplyDesign::compact && d.moves_current) {
     // Its last team releases the row claims (docs/CONTRACT.md §15).
-    using functor = impl::CompactApplyFunctor<ExecutionSpace>;
-    const int team = functor::host ? 1 : functor::team_threads;
-    auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, d.launches.compact_teams, team),
-                                                Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-    Kokkos::parallel_for("statexfer::apply", policy, d.compact_functor());
+    const auto launch = [&](auto f) {
+      using functor = decltype(f);
+      const int team = functor::host ? 1 : functor::team_threads;
+      auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, d.launches.compact_teams, team),
+                                                  Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+      Kokkos::parallel_for("statexfer::apply", policy, f);
+    };
+    if constexpr (std::is_same_v<memory_space, Kokkos::HostSpace>) {
+      launch(d.compact_functor());  // hosts: a work item a unit, whatever the GPUs' variant
+    } else {
+      if (d.launches.compact_words == 4)
+        launch(d.template compact_functor<4>());
+      else
+        launch(d.template compact_functor<2>());
+    }
     return;
   }
   impl::launch_apply_plan(d, exec);
@@ -177,9 +187,12 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   const std::string persistent = std::to_string(p.persistent_teams) + "x" +
                                  std::to_string(std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128) +
                                  " persistent (" + std::to_string(p.persistent_units) + " units an item)";
-  const std::string compact = std::to_string(p.compact_teams) + "x" +
-                              std::to_string(std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128) + " compact (" +
-                              std::to_string(p.compact_units) + " units an item)";
+  const std::string compact =
+      std::to_string(p.compact_teams) + "x" +
+      std::to_string(std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128) + " compact (" +
+      std::to_string(p.compact_units) + " units an item" +
+      (std::is_same_v<memory_space, Kokkos::HostSpace> ? ")"
+                                                       : ", " + std::to_string(p.compact_words) + " words a thread)");
   const std::string apply =
       p.apply == ApplyDesign::compact      ? compact
       : p.apply == ApplyDesign::persistent ? persistent

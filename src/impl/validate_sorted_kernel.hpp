@@ -137,6 +137,12 @@ enum SortedLookup : int {
   lookup_bytes = 10
 };
 
+/// Live rows up to which launch 3 decides them alone by comparing every pair,
+/// as validate() does up to 64 commands, and launches 1 and 2 do nothing: the
+/// capacity's three launches stay (a graph fixes them) but a partly filled
+/// batch waits for one launch's chain of loads instead of three.
+inline constexpr int few_live_rows = max_capacity;
+
 /// The work Views of the sorted validation, allocated with the transfer.
 template <class MemorySpace>
 struct SortedWork {
@@ -159,7 +165,9 @@ struct SortedKeysFunctor {
 
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t r) const {
     // Rows past the live count have no record and no key: launches 2 and 3 read the live ones only.
-    if (r >= base.live_rows(base.limit_inputs())) return;
+    // A few live rows: launch 3 decides them alone.
+    const int live = base.live_rows(base.limit_inputs());
+    if (r >= live || live <= few_live_rows) return;
     const std::int64_t c = base.shape.capacity;
     const RowRecord q = base.load_row(r);
     work.records(r) = q;
@@ -191,7 +199,7 @@ struct SortedLookupFunctor {
     // holds none (and its team has nothing to do), the chunk they end in is
     // sorted and searched up to there only. So the work follows num_ops, not C.
     const int start = chunk * work.chunk;
-    if (start >= live) return;
+    if (start >= live || live <= few_live_rows) return;
     const int n = live - start < work.chunk ? live - start : work.chunk;
     std::uint64_t* keys = work.keys.data() + std::int64_t(a) * c + start;
     std::uint64_t* sorted = keys;
@@ -268,14 +276,48 @@ struct SortedDecideFunctor {
     const int c = static_cast<int>(base.shape.capacity);
     const int begin = team.league_rank() * rows_per_team;
     const int end = begin + rows_per_team < c ? begin + rows_per_team : c;
+    const bool few = live <= few_live_rows;
+    if (few && team.league_rank() == 0) decide_few(team, lim, live);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, begin, end), [&](const int r) {
-      if (r < live) return decide(r, lim, (live + work.chunk - 1) / work.chunk);
+      if (r < live) {
+        if (!few) decide(r, lim, (live + work.chunk - 1) / work.chunk);
+        return;
+      }
       // Past the live count: code 0 (5 for a bad count) and no plan, with no record read.
       base.errors(r) = lim.bad_count ? 5 : 0;
       base.plan(r).flags = 0;
       if (base.shape.positions > 0) base.commit_positions(r) = -1;
     });
     if (end > begin) base.list_moves(team, in);
+  }
+
+  /// Team scratch decide_few() takes: the live rows' peer keys.
+  static constexpr std::size_t few_scratch_bytes() {
+    return ValidateFunctor<ExecutionSpace>::scratch_bytes(few_live_rows);
+  }
+
+  /// Up to few_live_rows live rows, by team 0 (its rows hold them: rows_per_team >= few_live_rows): as
+  /// ValidateFunctor does, each row's record loaded and compared with every other live row's keys in
+  /// team scratch. Launches 1 and 2 left them alone: a few live commands cost one launch's work, not three.
+  KOKKOS_INLINE_FUNCTION void decide_few(const member_type& team, const ValidateLimits& lim, const int live) const {
+    const int t = team.team_rank(), threads = team.team_size();
+    auto* peers = static_cast<PeerKeys*>(team.team_scratch(0).get_shmem_aligned(
+        few_live_rows * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
+    if (threads >= live) {
+      // GPUs: a thread a row, the record kept in registers across the barrier.
+      const int r = t < live ? t : 0;
+      RowRecord q{};
+      if (t < live) {
+        q = base.load_row(r);
+        peers[r] = peer_keys<feature_every>(q);
+      }
+      team.team_barrier();
+      if (t < live) base.decide(team, r, q, lim, peers);
+    } else {
+      for (int r = t; r < live; r += threads) peers[r] = peer_keys<feature_every>(base.load_row(r));
+      team.team_barrier();
+      for (int r = t; r < live; r += threads) base.decide(team, r, base.load_row(r), lim, peers);
+    }
   }
 
   /// Live row r; `chunks`: the chunks that hold live keys (launch 2 answered in those only).
@@ -410,12 +452,14 @@ struct SortedValidation {
                                  light),
                          lookup(base));
     const int rows = decide_rows_per_team();
-    Kokkos::parallel_for("statexfer::validate_decide",
-                         require(typename SortedDecideFunctor<ExecutionSpace>::policy_type(
-                                     exec, static_cast<int>((c + rows - 1) / rows), decide_team_size())
-                                     .set_scratch_size(0, Kokkos::PerTeam(list_scratch_bytes(decide_team_size()))),
-                                 light),
-                         SortedDecideFunctor<ExecutionSpace>{base, work, rows});
+    Kokkos::parallel_for(
+        "statexfer::validate_decide",
+        require(typename SortedDecideFunctor<ExecutionSpace>::policy_type(exec, static_cast<int>((c + rows - 1) / rows),
+                                                                          decide_team_size())
+                    .set_scratch_size(0, Kokkos::PerTeam(list_scratch_bytes(decide_team_size()) +
+                                                         SortedDecideFunctor<ExecutionSpace>::few_scratch_bytes())),
+                light),
+        SortedDecideFunctor<ExecutionSpace>{base, work, rows});
   }
 };
 

@@ -60,8 +60,10 @@ TEST(pure, launch_plan_gpu_defaults) {
   EXPECT_EQ(p.fused_words, 4);
   EXPECT_EQ(p.fused_chunk_bytes, 128 * 4 * 16);
   EXPECT_EQ(p.fused_blocks, p.work_items << p.fused_chunk_shift);
-  // apply(): the compact grid, 8 KiB units, no more teams than units (4 rows x 2).
+  // apply(): the compact grid, 8 KiB units (four words a thread: items under 64 KiB), no more teams
+  // than units (4 rows x 2).
   EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
+  EXPECT_EQ(p.compact_words, 4);
   EXPECT_EQ(p.compact_units, 2);
   EXPECT_EQ(p.compact_teams, 8);
   EXPECT_EQ(p.apply_words, 2);
@@ -79,7 +81,8 @@ TEST(pure, launch_plan_gpu_defaults) {
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
   EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
   EXPECT_EQ(p.compact_teams, 132 * 12);
-  EXPECT_EQ(p.compact_units, 8);
+  EXPECT_EQ(p.compact_words, 2) << "64 KiB work items: 4 KiB units";
+  EXPECT_EQ(p.compact_units, 16);
   // One row of 49 MiB: the flat grid (a capacity of one is always full).
   EXPECT_EQ(si::choose_launch_plan(shape(1, 51511296), d, o).validate_and_apply, FusedDesign::flat_grid);
   // 8 rows of 1 MiB (1024 blocks, within two waves): the flat grid.
@@ -188,9 +191,16 @@ TEST(pure, launch_plan_every_design_from_options) {
     p = si::choose_launch_plan(shape(4, 1 << 20), d, o);
     EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
     EXPECT_EQ(p.compact_teams, 3);
-    EXPECT_EQ(p.compact_units, host ? 1 : 8);
+    EXPECT_EQ(p.compact_units, host ? 1 : 16);
     o.expert.apply_teams = 1 << 20;
-    EXPECT_EQ(si::choose_launch_plan(shape(4, 1 << 20), d, o).compact_teams, host ? 4 * 16 : 4 * 16 * 8);
+    EXPECT_EQ(si::choose_launch_plan(shape(4, 1 << 20), d, o).compact_teams, host ? 4 * 16 : 4 * 16 * 16);
+    // 8 KiB units (four words a thread), the other variant.
+    o.expert.compact_words = 4;
+    p = si::choose_launch_plan(shape(4, 1 << 20), d, o);
+    EXPECT_EQ(p.compact_words, 4);
+    EXPECT_EQ(p.compact_units, host ? 1 : 8);
+    EXPECT_EQ(p.compact_teams, host ? 4 * 16 : 4 * 16 * 8);
+    o.expert.compact_words = 0;
     o.expert.apply_teams = 0;
     o.apply = statexfer::ApplyDesign::persistent;
     o.validate_and_apply = FusedDesign::persistent;
