@@ -50,7 +50,8 @@ const std::vector<Design>& designs() {
       {"automatic", ApplyDesign::automatic, FusedDesign::two_launches, 0, false},
       {"compact", ApplyDesign::compact, FusedDesign::two_launches, 0, true},
       {"compact_3_teams", ApplyDesign::compact, FusedDesign::two_launches, 3, true},
-      {"compact_4_words", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 4},
+      // These rows' work items are under 64 KiB (8 KiB units by default): 4 KiB units too.
+      {"compact_2_words", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 2},
       {"flat_grid", ApplyDesign::flat_grid, FusedDesign::two_launches, 0, true},
       {"teams", ApplyDesign::teams, FusedDesign::two_launches, 0, false},
       {"persistent", ApplyDesign::persistent, FusedDesign::two_launches, 0, false},

@@ -149,9 +149,9 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // The compact grid: a fixed league striding over the units of the rows that
   // validate() listed as moving bytes, so that a step costs what it moves at
   // every capacity and live count (the flat grid and the teams launch every
-  // work item of every row, live or not). GPUs: 4 KiB units, about a wave of
-  // teams; hosts: a work item a unit, a team of one a thread. Its unit indices
-  // are 32-bit: past that, the teams.
+  // work item of every row, live or not). GPUs: 4 or 8 KiB units
+  // (default_compact_words), about a wave of teams; hosts: a work item a unit,
+  // a team of one a thread. Its unit indices are 32-bit: past that, the teams.
   p.compact_words = o.compact_words > 0 ? o.compact_words : default_compact_words(s.longest_item);
   const std::int64_t compact_unit_bytes = 128 * 16 * std::int64_t(p.compact_words);
   p.compact_units =
