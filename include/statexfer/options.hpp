@@ -43,8 +43,8 @@ const char* to_string(ApplyDesign design) noexcept;
 /// std::invalid_argument naming `options.expert.<name>`; prepare() clamps team
 /// sizes to what the device allows. Unstable: fields may change with any release.
 struct ExpertOptions {
-  /// apply()'s compact grid: teams of its league (1 to 2^20); 0: about a wave
-  /// on GPUs (12 teams of 128 threads an SM), the CPU's threads on hosts. Fewer
+  /// apply()'s compact grid: teams of its league (1 to 2^20); 0: 10 teams of 128 threads an SM on GPUs
+  /// (of the 12 that fit), the CPU's threads on hosts. Fewer
   /// teams leave SMs to other work (host-tier moves on a stream of their own).
   int apply_teams = 0;
   /// apply()'s compact grid on GPUs: 16-byte words a thread moves a unit (2 or 4); 0: 2 (4 KiB units) where the

@@ -2,7 +2,7 @@
 #define STATEXFER_IMPL_COMPACT_APPLY_KERNEL_HPP
 
 // apply() over the compact plan validate() left (move_list.hpp): a fixed
-// league of teams, about one wave on GPUs, strides over the units of the rows
+// league of teams, 10 an SM on GPUs (launch_plan.hpp), strides over the units of the rows
 // that move bytes (a unit: what a team moves at once, 128 threads x `Words`
 // 16-byte words on GPUs, a work item on hosts), and team 0 swaps the remapping
 // commits' state-row entries. A row past num_ops, refused, a remap or an empty

@@ -18,6 +18,7 @@
 
 #include "argument_checks.hpp"
 #include "exchange_kernels.hpp"
+#include "launch_plan.hpp"
 
 namespace statexfer::impl {
 
@@ -102,13 +103,14 @@ struct ExchangeData {
     v.plan = Kokkos::View<ExchangePlan*, memory_space>("statexfer::exchange_plan", n);
     v.moves = Kokkos::View<std::int32_t*, memory_space>("statexfer::exchange_list", move_rows + n);
     const ExecutionSpace exec;
-    // Teams of 128 moving 8 KiB chunks on GPUs, about a wave of them; hosts a team of one a thread.
+    // Teams of 128 moving 4 KiB chunks on GPUs, as many as apply's compact grid; hosts a team of one a thread.
     team = host ? 1 : 128;
     decide_team = host ? 1 : 256;
-    league = static_cast<int>(host ? exec.concurrency() : std::max<std::int64_t>(1, exec.concurrency() * 12 / 2048));
+    league = static_cast<int>(host ? exec.concurrency()
+                                   : std::max<std::int64_t>(1, exec.concurrency() * compact_league_per_sm / 2048));
   }
 
-  static std::int64_t chunk_bytes() { return host ? 64 * 1024 : 128 * 4 * 16; }
+  static std::int64_t chunk_bytes() { return host ? 64 * 1024 : 128 * 2 * 16; }
 
   /// Peer tables into device Views (chunks of every peer, concatenated).
   void set_peers(const std::vector<PeerEntry>& peers, const std::vector<RecordSlice>& slices,

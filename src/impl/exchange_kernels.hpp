@@ -106,15 +106,44 @@ struct ChecksumCarry {
     if (team.team_rank() == 0) Kokkos::atomic_fetch_add(&sums(index), total);
     sum = 0;
   }
-  /// Chunk words [first, first + words) of the record at `record`, the team's threads a word each.
-  KOKKOS_INLINE_FUNCTION void add(const Member& team, const Sums& sums, std::int64_t at, const std::uint8_t* record,
-                                  std::int64_t first, std::int64_t words) {
+  /// From here on the team sums into sums(at): what it summed for another index is added there first.
+  KOKKOS_INLINE_FUNCTION void into(const Member& team, const Sums& sums, std::int64_t at) {
     if (at != index) {  // the same for every thread of the team
       flush(team, sums);
       index = at;
     }
+  }
+  /// Chunk words [first, first + words) of the record at `record`, read by the team's threads (hosts'
+  /// one thread a word; GPUs' 16-byte words, four in flight a thread).
+  KOKKOS_INLINE_FUNCTION void add(const Member& team, const Sums& sums, std::int64_t at, const std::uint8_t* record,
+                                  std::int64_t first, std::int64_t words) {
+    into(team, sums, at);
     const auto* w = reinterpret_cast<const std::uint64_t*>(record) + first;
-    for (std::int64_t k = team.team_rank(); k < words; k += team.team_size()) sum += checksum_word(w[k], first + k);
+    const int t = team.team_rank(), threads = team.team_size();
+    if (threads < 32) {
+      for (std::int64_t k = t; k < words; k += threads) sum += checksum_word(w[k], first + k);
+      return;
+    }
+    // A word before the first 16-byte boundary, then pairs, then a last odd word.
+    const std::int64_t head = (reinterpret_cast<std::uintptr_t>(w) & 15) != 0 && words > 0 ? 1 : 0;
+    const std::int64_t pairs = (words - head) / 2;
+    const auto* p = reinterpret_cast<const Word16*>(w + head);
+    constexpr int ahead = 4;
+    for (std::int64_t base = t; base < pairs; base += std::int64_t(threads) * ahead) {
+      Word16 v[ahead];
+      for (int j = 0; j < ahead; ++j) {
+        const std::int64_t q = base + std::int64_t(j) * threads;
+        v[j] = q < pairs ? p[q] : Word16{};
+      }
+      for (int j = 0; j < ahead; ++j) {
+        const std::int64_t q = base + std::int64_t(j) * threads;
+        if (q < pairs)
+          sum += checksum_word(v[j].lo, first + head + 2 * q) + checksum_word(v[j].hi, first + head + 2 * q + 1);
+      }
+    }
+    const std::int64_t last = head + 2 * pairs;  // words [last, words): at most one
+    if (t == 0 && head) sum += checksum_word(w[0], first);
+    if (t == threads - 1 && last < words) sum += checksum_word(w[last], first + last);
   }
 };
 
@@ -126,6 +155,55 @@ KOKKOS_INLINE_FUNCTION void team_move(const Member& team, std::uint8_t* dst, con
     return;
   }
   flat_move_widest<4>(dst, src, n, team.team_rank(), team.team_size());
+}
+
+/// GPUs' export of one chunk: `length` bytes from src then `padding` zeros to
+/// dst, the record's words `first`.. (dst is 8-byte aligned), each summed as
+/// it is stored, so the record is not read back. Returns the thread's sum.
+/// Source and destination 16 bytes apart move in 16-byte words, else a word
+/// at a time (8 bytes apart) or assembled byte by byte.
+template <class Member>
+KOKKOS_INLINE_FUNCTION std::uint64_t team_move_sum(const Member& team, std::uint8_t* dst, const std::uint8_t* src,
+                                                   int length, int padding, std::int64_t first) {
+  const int t = team.team_rank(), threads = team.team_size();
+  const int words = (length + padding) / 8, full = length / 8;
+  const auto shared = reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src);
+  auto* d = reinterpret_cast<std::uint64_t*>(dst);
+  // Word k of the record: from the source, zeros past `length`.
+  const auto word = [&](int k) {
+    if (k < full && (shared & 7) == 0) return reinterpret_cast<const std::uint64_t*>(src)[k];
+    std::uint64_t v = 0;
+    for (int b = 0; b < 8 && 8 * k + b < length; ++b) v |= std::uint64_t(src[8 * k + b]) << (8 * b);
+    return v;
+  };
+  std::uint64_t sum = 0;
+  int pairs = 0, head = 0;
+  if ((shared & 15) == 0) {
+    head = (reinterpret_cast<std::uintptr_t>(dst) & 15) != 0 && full > 0 ? 1 : 0;
+    pairs = (full - head) / 2;
+    const auto* s16 = reinterpret_cast<const Word16*>(src + 8 * head);
+    auto* d16 = reinterpret_cast<Word16*>(dst + 8 * head);
+    constexpr int ahead = 2;  // a 4 KiB round of a team of 128, as apply's units
+    for (int base = t; base < pairs; base += threads * ahead) {
+      Word16 v[ahead];
+      for (int j = 0; j < ahead; ++j) v[j] = base + j * threads < pairs ? s16[base + j * threads] : Word16{};
+      for (int j = 0; j < ahead; ++j) {
+        const int q = base + j * threads;
+        if (q >= pairs) continue;
+        d16[q] = v[j];
+        sum += checksum_word(v[j].lo, first + head + 2 * q) + checksum_word(v[j].hi, first + head + 2 * q + 1);
+      }
+    }
+  }
+  // What the pairs left: the head word, then words [head + 2 pairs, words), a thread each.
+  const int rest = head + (words - head - 2 * pairs);
+  for (int i = t; i < rest; i += threads) {
+    const int k = i < head ? i : head + 2 * pairs + (i - head);
+    const std::uint64_t v = word(k);
+    d[k] = v;
+    sum += checksum_word(v, first + k);
+  }
+  return sum;
 }
 
 /// Export, one team: every command's code and plan (docs/CONTRACT.md §17), then the rows to pack.
@@ -193,11 +271,16 @@ struct ExportApplyFunctor {
       const ExchangePlan p = v.plan(r);
       std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
       std::uint8_t* dst = record + pe.header_bytes + ch.payload_offset;
-      team_move(team, dst, p.row + ch.row_offset, ch.length);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, ch.padding), [&](const int b) { dst[ch.length + b] = 0; });
-      team.team_barrier();  // the chunk's bytes, written by the team, before its words are summed
-      carry.add(team, v.sums, std::int64_t(r) * v.peer_count + ch.peer, record,
-                (pe.header_bytes + ch.payload_offset) / 8, (ch.length + ch.padding) / 8);
+      const std::int64_t at = std::int64_t(r) * v.peer_count + ch.peer,
+                         first = (pe.header_bytes + ch.payload_offset) / 8;
+      if (team.team_size() < 32) {  // hosts' teams of one: the C library, then the words summed
+        team_move(team, dst, p.row + ch.row_offset, ch.length);
+        std::memset(dst + ch.length, 0, static_cast<std::size_t>(ch.padding));
+        carry.add(team, v.sums, at, record, first, (ch.length + ch.padding) / 8);
+      } else {
+        carry.into(team, v.sums, at);
+        carry.sum += team_move_sum(team, dst, p.row + ch.row_offset, ch.length, ch.padding, first);
+      }
     }
     carry.flush(team, v.sums);
     if (!last_team(team, &v.moves(apply_done))) return;

@@ -57,6 +57,11 @@ inline constexpr std::int64_t persistent_unit_bytes = 128 * 4 * 16;
 /// 64 KiB) move fastest in 4 KiB units (two words); shorter ones in 8 KiB units (four), which leave fewer
 /// empty units where items are shorter than the longest (perf_tests/DESIGN-NOTES.md).
 inline constexpr int compact_teams_per_sm = 12;
+/// Teams the compact grid launches an SM by default, two fewer than fit: a kernel on another stream (the
+/// host tier's offloads) finds room beside it instead of waiting for a team of a league that stops only
+/// when its units are done, and large rows moved faster at 10 than at 8, 11 or 12 on the H200
+/// (perf_tests/DESIGN-NOTES.md). Prefill/decode's export and import grids take the same.
+inline constexpr int compact_league_per_sm = 10;
 inline int default_compact_words(std::int64_t longest_item) { return longest_item >= 64 * 1024 ? 2 : 4; }
 
 /// Defaults of TransferOptions that the constructor needs before prepare().
@@ -161,7 +166,7 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const std::int64_t compact_units = p.work_items * p.compact_units;
   // Its unit indices are int32, a unit plus the league (at most 2^20 teams) too.
   const bool compact_fits = compact_units <= std::numeric_limits<std::int32_t>::max() - (std::int64_t(1) << 20);
-  const std::int64_t compact_resident = host ? d.concurrency : d.concurrency * compact_teams_per_sm / 2048;
+  const std::int64_t compact_resident = host ? d.concurrency : d.concurrency * compact_league_per_sm / 2048;
   p.compact_teams = std::max<std::int64_t>(
       1, std::min(compact_units,
                   o.apply_teams > 0 ? std::int64_t(o.apply_teams) : std::max<std::int64_t>(1, compact_resident)));

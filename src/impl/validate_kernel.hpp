@@ -274,21 +274,33 @@ struct ValidateFunctor {
       if (begin + t < end) decide(team, own, q, lim, peers);
       // A team of fewer threads than rows (hosts): the others loaded again.
       for (int r = begin + t + threads; r < end; r += threads) decide(team, r, load_row(r), lim, peers);
-    } else if (threads >= c) {
-      // prepare() asks for C threads; the guards keep a larger team's extra threads idle.
-      const int r = t < c ? t : c - 1;
-      const RowRecord q = load_row(r);
-      if (t < c) share(team, r, q, peers);
-      team.team_barrier();
-      if (t < c) decide(team, r, q, limits(in), peers);
     } else {
-      // Fewer threads than rows (host backends): each row loaded again after the barrier.
-      for (int r = t; r < c; r += threads) share(team, r, load_row(r), peers);
-      team.team_barrier();
-      const ValidateLimits lim = limits(in);
-      for (int r = t; r < c; r += threads) decide(team, r, load_row(r), lim, peers);
+      decide_rows(team, c, in, peers);
     }
     list_moves(team, in);
+  }
+
+  /// Rows [0, n) by one team, their peer keys in `peers` (n rows of team
+  /// scratch): a thread a row, its record kept in registers across the barrier
+  /// (prepare() asks for C threads; a larger team's extra threads idle), or,
+  /// with fewer threads than rows (hosts), each row loaded again after it.
+  /// Also the sorted path's few live rows (validate_sorted_kernel.hpp).
+  KOKKOS_INLINE_FUNCTION void decide_rows(const member_type& team, int n, const LimitInputs& in,
+                                          PeerKeys* peers) const {
+    const int t = team.team_rank(), threads = team.team_size();
+    if (threads >= n) {
+      const int r = t < n ? t : n - 1;  // every thread loads (n >= 1 here); only its own row's threads use it
+      RowRecord q{};
+      if (n > 0) q = load_row(r);
+      if (t < n) share(team, r, q, peers);
+      team.team_barrier();
+      if (t < n) decide(team, r, q, limits(in), peers);
+    } else {
+      for (int r = t; r < n; r += threads) share(team, r, load_row(r), peers);
+      team.team_barrier();
+      const ValidateLimits lim = limits(in);
+      for (int r = t; r < n; r += threads) decide(team, r, load_row(r), lim, peers);
+    }
   }
 };
 

@@ -277,7 +277,7 @@ struct SortedDecideFunctor {
     const int begin = team.league_rank() * rows_per_team;
     const int end = begin + rows_per_team < c ? begin + rows_per_team : c;
     const bool few = live <= few_live_rows;
-    if (few && team.league_rank() == 0) decide_few(team, lim, live);
+    if (few && team.league_rank() == 0) decide_few(team, live);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, begin, end), [&](const int r) {
       if (r < live) {
         if (!few) decide(r, lim, (live + work.chunk - 1) / work.chunk);
@@ -296,28 +296,13 @@ struct SortedDecideFunctor {
     return ValidateFunctor<ExecutionSpace>::scratch_bytes(few_live_rows);
   }
 
-  /// Up to few_live_rows live rows, by team 0 (its rows hold them: rows_per_team >= few_live_rows): as
-  /// ValidateFunctor does, each row's record loaded and compared with every other live row's keys in
-  /// team scratch. Launches 1 and 2 left them alone: a few live commands cost one launch's work, not three.
-  KOKKOS_INLINE_FUNCTION void decide_few(const member_type& team, const ValidateLimits& lim, const int live) const {
-    const int t = team.team_rank(), threads = team.team_size();
+  /// Up to few_live_rows live rows, by team 0 (its rows hold them: rows_per_team >= few_live_rows), as
+  /// ValidateFunctor decides them (decide_rows): each row's record compared with every other live row's
+  /// keys in team scratch. Launches 1 and 2 left them alone: a few live commands cost one launch's work.
+  KOKKOS_INLINE_FUNCTION void decide_few(const member_type& team, const int live) const {
     auto* peers = static_cast<PeerKeys*>(team.team_scratch(0).get_shmem_aligned(
         few_live_rows * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
-    if (threads >= live) {
-      // GPUs: a thread a row, the record kept in registers across the barrier.
-      const int r = t < live ? t : 0;
-      RowRecord q{};
-      if (t < live) {
-        q = base.load_row(r);
-        peers[r] = peer_keys<feature_every>(q);
-      }
-      team.team_barrier();
-      if (t < live) base.decide(team, r, q, lim, peers);
-    } else {
-      for (int r = t; r < live; r += threads) peers[r] = peer_keys<feature_every>(base.load_row(r));
-      team.team_barrier();
-      for (int r = t; r < live; r += threads) base.decide(team, r, base.load_row(r), lim, peers);
-    }
+    base.decide_rows(team, live, base.limit_inputs(), peers);
   }
 
   /// Live row r; `chunks`: the chunks that hold live keys (launch 2 answered in those only).
