@@ -22,9 +22,15 @@
 
 #include "exchange_format.hpp"
 #include "flat_apply_kernel.hpp"
+#include "launch_plan.hpp"
 #include "move_list.hpp"
 
 namespace statexfer::impl {
+
+/// The grids' teams: 128 threads on GPUs, each SM holding the league's 10
+/// (launch_plan.hpp) with the registers to spare; a league past what fits
+/// would leave its last teams waiting for the first to finish every chunk.
+using exchange_grid_bounds = Kokkos::LaunchBounds<128, compact_league_per_sm>;
 
 /// A command's row and record slot, as validate() found them.
 struct ExchangePlan {
@@ -128,7 +134,7 @@ struct ChecksumCarry {
     const std::int64_t head = (reinterpret_cast<std::uintptr_t>(w) & 15) != 0 && words > 0 ? 1 : 0;
     const std::int64_t pairs = (words - head) / 2;
     const auto* p = reinterpret_cast<const Word16*>(w + head);
-    constexpr int ahead = 4;
+    constexpr int ahead = 2;  // a 4 KiB chunk is two pairs a thread of 128
     for (std::int64_t base = t; base < pairs; base += std::int64_t(threads) * ahead) {
       Word16 v[ahead];
       for (int j = 0; j < ahead; ++j) {
@@ -254,7 +260,7 @@ struct ExportValidateFunctor {
 /// team) every live command's headers.
 template <class ExecutionSpace>
 struct ExportApplyFunctor {
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, exchange_grid_bounds>;
   using member_type = typename policy_type::member_type;
   ExchangeViews<typename ExecutionSpace::memory_space> v;
 
@@ -321,7 +327,7 @@ struct ExportApplyFunctor {
 /// how many live imports name each row and each slot.
 template <class ExecutionSpace>
 struct ImportSumFunctor {
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, exchange_grid_bounds>;
   using member_type = typename policy_type::member_type;
   ExchangeViews<typename ExecutionSpace::memory_space> v;
   Kokkos::View<std::int32_t*, typename ExecutionSpace::memory_space> row_users, slot_users;
@@ -420,7 +426,7 @@ struct ImportDecideFunctor {
 /// Import's apply: the listed rows' payload chunks into their rows.
 template <class ExecutionSpace>
 struct ImportApplyFunctor {
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, exchange_grid_bounds>;
   using member_type = typename policy_type::member_type;
   ExchangeViews<typename ExecutionSpace::memory_space> v;
 
