@@ -6,7 +6,7 @@
 // offload (a 49.1 MiB row, device -> pinned host). Each step is a graph
 // (validate_and_apply(): two launches with claims) replayed as BenchTransfer.cpp
 // does. The tier transfer's compact grid gets options.expert.apply_teams =
-// SMs/32, SMs/16, SMs/8, SMs/4, SMs/2, SMs and the default (a wave):
+// SMs/32, SMs/16, SMs/8, SMs/4, SMs/2, SMs and the default (10 an SM, named teams-wave):
 //
 //   tier-streams/qwen3.5-9b/memcpy_d2h_eager   the yardstick: cudaMemcpyAsync of the row into pinned memory
 //   tier-streams/qwen3.5-9b/memcpy_d2h_graph   the same captured in a graph
@@ -276,7 +276,7 @@ void register_tier_stream_benchmarks() {
   teams.push_back(1);  // one thread of the host's
   const bool two_streams = false;
 #endif
-  teams.push_back(0);  // the default: a wave on GPUs, every thread on hosts
+  teams.push_back(0);  // the default: 10 teams an SM on GPUs, every thread on hosts
   add(prefix + "device_alone", [](benchmark::State& st) { run(st, 0, Kind::device_alone); });
   for (const int t : teams) {
     const std::string name = prefix + (t == 0 ? std::string("teams-wave") : "teams-" + std::to_string(t)) + "/";
