@@ -120,7 +120,7 @@ struct ChecksumCarry {
     }
   }
   /// Chunk words [first, first + words) of the record at `record`, read by the team's threads (hosts'
-  /// one thread a word; GPUs' 16-byte words, four in flight a thread).
+  /// one thread a word; GPUs' 16-byte words, two in flight a thread).
   KOKKOS_INLINE_FUNCTION void add(const Member& team, const Sums& sums, std::int64_t at, const std::uint8_t* record,
                                   std::int64_t first, std::int64_t words) {
     into(team, sums, at);
