@@ -289,7 +289,7 @@ struct ValidateFunctor {
                                           PeerKeys* peers) const {
     const int t = team.team_rank(), threads = team.team_size();
     if (threads >= n) {
-      const int r = t < n ? t : n - 1;  // every thread loads (n >= 1 here); only its own row's threads use it
+      const int r = t < n ? t : n - 1;  // with n > 0 every thread loads (row n - 1 past n); only t < n use it
       RowRecord q{};
       if (n > 0) q = load_row(r);
       if (t < n) share(team, r, q, peers);
