@@ -288,7 +288,8 @@ struct SortedDecideFunctor {
       base.plan(r).flags = 0;
       if (base.shape.positions > 0) base.commit_positions(r) = -1;
     });
-    if (end > begin) base.list_moves(team, in);
+    // A few live rows: team 0 decided them all (decide_few) and lists them.
+    if (end > begin) base.list_moves(team, in, few);
   }
 
   /// Team scratch decide_few() takes: the live rows' peer keys.
