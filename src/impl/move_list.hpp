@@ -6,7 +6,9 @@
 // that apply() costs what the batch moves rather than its capacity. The
 // launch's teams decide rows independently; the last team to finish (an
 // atomic count, after a fence that publishes its rows) reads every live row's
-// code and plan and writes the list, in row order (list_rows()).
+// code and plan and writes the list, in row order (list_rows()), or team 0
+// alone after its barrier when its rows hold every live row
+// (ValidateFunctor::list_moves).
 
 #include <Kokkos_Core.hpp>
 
