@@ -195,19 +195,19 @@ struct ValidateFunctor {
   }
 
   /// After the launch's rows are decided: the compact plan, from the live rows'
-  /// codes and plans. When team 0 decided every live row (`team0_decided`,
-  /// the same on every team), team 0 writes it after its barrier and the
-  /// others, whose rows the list does not read, count nothing; else the last
-  /// team to finish writes it (a fence and an atomic count a team).
-  KOKKOS_INLINE_FUNCTION void list_moves(const member_type& team, const LimitInputs& in, bool team0_decided) const {
-    const std::int32_t live = live_rows(in), c = static_cast<std::int32_t>(shape.capacity);
-    if (team0_decided) {
+  /// codes and plans. When team 0's rows (the first `team0_rows`) hold every
+  /// live row, team 0 writes it after its barrier and the others, whose rows
+  /// the list does not read, count nothing; else the last team to finish
+  /// writes it (a fence and an atomic count a team).
+  KOKKOS_INLINE_FUNCTION void list_moves(const member_type& team, const LimitInputs& in, int team0_rows) const {
+    const std::int32_t live = live_rows(in);
+    if (live <= team0_rows) {
       if (team.league_rank() != 0) return;
       team.team_barrier();  // the team's codes and plans, written by its threads, visible to all of them
-      build_move_list(team, plan, errors, moves, live, c);
-    } else if (last_team(team, &moves(teams_done))) {
-      build_move_list(team, plan, errors, moves, live, c);
+    } else if (!last_team(team, &moves(teams_done))) {
+      return;
     }
+    build_move_list(team, plan, errors, moves, live, static_cast<std::int32_t>(shape.capacity));
   }
 
   /// Row r's code and plan: its own checks, then its comparisons with the
@@ -287,7 +287,7 @@ struct ValidateFunctor {
     } else {
       decide_rows(team, c, in, peers);
     }
-    list_moves(team, in, live_rows(in) <= (rows_per_team < c ? rows_per_team : c));
+    list_moves(team, in, rows_per_team < c ? rows_per_team : c);
   }
 
   /// Rows [0, n) by one team, their peer keys in `peers` (n rows of team

@@ -289,7 +289,7 @@ struct SortedDecideFunctor {
       if (base.shape.positions > 0) base.commit_positions(r) = -1;
     });
     // A few live rows: team 0 decided them all (decide_few) and lists them.
-    if (end > begin) base.list_moves(team, in, few);
+    if (end > begin) base.list_moves(team, in, few_live_rows);
   }
 
   /// Team scratch decide_few() takes: the live rows' peer keys.
