@@ -33,7 +33,7 @@ struct ExchangeData {
   std::vector<WireBuffer<ExecutionSpace>> wires;
   ExchangeViews<memory_space> views;
   Kokkos::View<std::int32_t*, memory_space> row_users, slot_users;  // import
-  int league = 1, team = 1, decide_team = 1;
+  int league = 1, sum_league = 1, team = 1, decide_team = 1, check_team = 1, check_lanes = 1;
   bool prepared = false;
 
   /// Checks and sets up everything but the peers (`what`: "PreparedExport" or "PreparedImport").
@@ -103,14 +103,23 @@ struct ExchangeData {
     v.plan = Kokkos::View<ExchangePlan*, memory_space>("statexfer::exchange_plan", n);
     v.moves = Kokkos::View<std::int32_t*, memory_space>("statexfer::exchange_list", move_rows + n);
     const ExecutionSpace exec;
-    // Teams of 128 moving 4 KiB chunks on GPUs, as many as apply's compact grid; hosts a team of one a thread.
+    // Teams of 128 moving 4 or 8 KiB chunks on GPUs (chunk_bytes), as many as apply's compact grid; hosts a
+    // team of one a thread.
     team = host ? 1 : 128;
     decide_team = host ? 1 : 256;
+    // The import's decision: a warp a command on GPUs, its lanes splitting the record's checks.
+    check_team = host ? 1 : 16;
+    check_lanes = host ? 1 : 32;
     league = static_cast<int>(host ? exec.concurrency()
                                    : std::max<std::int64_t>(1, exec.concurrency() * compact_league_per_sm / 2048));
+    sum_league = host
+                     ? league
+                     : static_cast<int>(std::max<std::int64_t>(1, exec.concurrency() * import_sum_teams_per_sm / 2048));
   }
 
-  static std::int64_t chunk_bytes() { return host ? 64 * 1024 : 128 * 2 * 16; }
+  /// Bytes of a payload chunk, a team's unit of work: hosts 64 KiB; GPUs 4 KiB on export (two 16-byte words
+  /// a thread of 128, stored and summed), 8 KiB on import (its sums read four words a thread at once).
+  static std::int64_t chunk_bytes(bool import) { return host ? 64 * 1024 : 128 * 16 * (import ? 4 : 2); }
 
   /// Peer tables into device Views (chunks of every peer, concatenated).
   void set_peers(const std::vector<PeerEntry>& peers, const std::vector<RecordSlice>& slices,
@@ -133,10 +142,11 @@ struct ExchangeData {
 
   template <class Functor>
   void launch(const char* label, const ExecutionSpace& exec, int league_size, int team_size, std::size_t scratch,
-              const Functor& f) const {
-    auto policy = Kokkos::Experimental::require(
-        typename Functor::policy_type(exec, league_size, team_size).set_scratch_size(0, Kokkos::PerTeam(scratch)),
-        Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+              const Functor& f, int vector_length = 1) const {
+    auto policy =
+        Kokkos::Experimental::require(typename Functor::policy_type(exec, league_size, team_size, vector_length)
+                                          .set_scratch_size(0, Kokkos::PerTeam(scratch)),
+                                      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     Kokkos::parallel_for(label, policy, f);
   }
 
@@ -177,7 +187,7 @@ PreparedExport<ExecutionSpace>::PreparedExport(const StatePool<ExecutionSpace>& 
   std::vector<impl::ExchangeChunk> chunks;
   for (int j = 0; j < destination_tp; ++j) {
     const impl::PairTable t =
-        impl::pair_table(model, source.size, source.rank, destination_tp, j, true, d.chunk_bytes(), j);
+        impl::pair_table(model, source.size, source.rank, destination_tp, j, true, d.chunk_bytes(false), j);
     const std::int64_t need = t.record_bytes * d.views.capacity;
     const auto& w = wires[static_cast<std::size_t>(j)];
     if (static_cast<std::int64_t>(w.extent(0)) < need || (need > 0 && w.data() == nullptr))
@@ -260,7 +270,7 @@ PreparedImport<ExecutionSpace>::PreparedImport(const StatePool<ExecutionSpace>& 
   for (int i = 0; i < source_tp; ++i) {
     const int peer = static_cast<int>(peers.size());
     impl::PairTable t =
-        impl::pair_table(model, source_tp, i, destination.size, destination.rank, false, d.chunk_bytes(), peer);
+        impl::pair_table(model, source_tp, i, destination.size, destination.rank, false, d.chunk_bytes(true), peer);
     if (t.record_bytes == 0) continue;  // rank i sends this rank nothing
     const std::int64_t need = t.record_bytes * d.views.capacity;
     const auto& w = wires[static_cast<std::size_t>(i)];
@@ -310,10 +320,10 @@ void PreparedImport<ExecutionSpace>::validate(const ExecutionSpace& exec) const 
   if (!data_) throw std::logic_error("statexfer::PreparedImport::validate: the import was moved from");
   const auto& d = *data_;
   d.require_prepared("PreparedImport", "validate");
-  d.launch("statexfer::import_sums", exec, d.league, d.team, 0,
+  d.launch("statexfer::import_sums", exec, d.sum_league, d.team, 0,
            impl::ImportSumFunctor<ExecutionSpace>{d.views, d.row_users, d.slot_users});
-  d.launch("statexfer::import_decide", exec, 1, d.decide_team, impl::list_scratch_bytes(d.decide_team),
-           impl::ImportDecideFunctor<ExecutionSpace>{d.views, d.row_users, d.slot_users});
+  d.launch("statexfer::import_decide", exec, 1, d.check_team, impl::list_scratch_bytes(d.check_team),
+           impl::ImportDecideFunctor<ExecutionSpace>{d.views, d.row_users, d.slot_users}, d.check_lanes);
 }
 
 template <class ExecutionSpace>

@@ -32,6 +32,11 @@ namespace statexfer::impl {
 /// would leave its last teams waiting for the first to finish every chunk.
 using exchange_grid_bounds = Kokkos::LaunchBounds<128, compact_league_per_sm>;
 
+/// The import's sums: 8 teams an SM, whose 64 registers a thread hold four
+/// 16-byte words in flight beside a chunk's addresses (at 10 an SM, 48
+/// registers, they spill).
+inline constexpr int import_sum_teams_per_sm = 8;
+
 /// A command's row and record slot, as validate() found them.
 struct ExchangePlan {
   std::uint8_t* row;  // the pool row read (export) or written (import); null when not a usable row
@@ -120,7 +125,7 @@ struct ChecksumCarry {
     }
   }
   /// Chunk words [first, first + words) of the record at `record`, read by the team's threads (hosts'
-  /// one thread a word; GPUs' 16-byte words, two in flight a thread).
+  /// one thread a word; GPUs' 16-byte words, four in flight a thread).
   KOKKOS_INLINE_FUNCTION void add(const Member& team, const Sums& sums, std::int64_t at, const std::uint8_t* record,
                                   std::int64_t first, std::int64_t words) {
     into(team, sums, at);
@@ -134,7 +139,10 @@ struct ChecksumCarry {
     const std::int64_t head = (reinterpret_cast<std::uintptr_t>(w) & 15) != 0 && words > 0 ? 1 : 0;
     const std::int64_t pairs = (words - head) / 2;
     const auto* p = reinterpret_cast<const Word16*>(w + head);
-    constexpr int ahead = 2;  // a 4 KiB chunk is two pairs a thread of 128
+    // An import's 8 KiB chunk is four pairs a thread of 128, all in flight at
+    // once: two (4 KiB chunks) left the sums at half of HBM's read rate, each
+    // chunk's address chain as long as its loads (perf_tests/RESULTS.md).
+    constexpr int ahead = 4;
     for (std::int64_t base = t; base < pairs; base += std::int64_t(threads) * ahead) {
       Word16 v[ahead];
       for (int j = 0; j < ahead; ++j) {
@@ -327,7 +335,7 @@ struct ExportApplyFunctor {
 /// how many live imports name each row and each slot.
 template <class ExecutionSpace>
 struct ImportSumFunctor {
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, exchange_grid_bounds>;
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<128, import_sum_teams_per_sm>>;
   using member_type = typename policy_type::member_type;
   ExchangeViews<typename ExecutionSpace::memory_space> v;
   Kokkos::View<std::int32_t*, typename ExecutionSpace::memory_space> row_users, slot_users;
@@ -370,8 +378,12 @@ struct ImportDecideFunctor {
   ExchangeViews<typename ExecutionSpace::memory_space> v;
   Kokkos::View<std::int32_t*, typename ExecutionSpace::memory_space> row_users, slot_users;
 
-  /// The code of one record of live command r, 0 when it passes.
-  KOKKOS_INLINE_FUNCTION std::int32_t check_record(std::int64_t r, int q, const ExchangePlan& p) const {
+  /// The code of one record of live command r, 0 when it passes, by the
+  /// calling thread's vector lanes (GPUs: a warp a command), which split its
+  /// slices and header words: one thread reading them in turn took 15 µs for
+  /// a qwen3.5-9b record (perf_tests/RESULTS.md). Every lane returns the code.
+  KOKKOS_INLINE_FUNCTION std::int32_t check_record(const member_type& team, std::int64_t r, int q,
+                                                   const ExchangePlan& p) const {
     const PeerEntry pe = v.peers(q);
     const std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
     const auto* h = reinterpret_cast<const RecordHeader*>(record);
@@ -383,11 +395,20 @@ struct ImportDecideFunctor {
         h->payload_bytes != pe.payload_bytes)
       return 9;
     const auto* s = reinterpret_cast<const RecordSlice*>(record + sizeof(RecordHeader));
-    for (int g = 0; g < v.segments; ++g) {
-      const RecordSlice want = v.slices(pe.slices_begin + g);
-      if (s[g].segment != want.segment || s[g].begin != want.begin || s[g].end != want.end || s[g].zero != 0) return 11;
-    }
-    if (v.sums(r * v.peer_count + q) + header_checksum(record, pe.header_bytes) != h->checksum) return 10;
+    int differs = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, v.segments),
+        [&](const int g, int& d) {
+          const RecordSlice want = v.slices(pe.slices_begin + g);
+          d |= s[g].segment != want.segment || s[g].begin != want.begin || s[g].end != want.end || s[g].zero != 0;
+        },
+        Kokkos::BOr<int>(differs));
+    if (differs) return 11;
+    std::uint64_t header = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, static_cast<int>(pe.header_bytes / 8)),
+        [&](const int k, std::uint64_t& sum) { sum += header_checksum_word(record, k); }, header);
+    if (v.sums(r * v.peer_count + q) + header != h->checksum) return 10;
     return 0;
   }
 
@@ -404,19 +425,23 @@ struct ImportDecideFunctor {
       } else if (r < live) {
         const std::int64_t row = v.destination_slots(r);
         code = v.plan_command(r, op_import, row, v.source_slots(r), p);
-        for (int q = 0; q < v.peer_count && code == 0; ++q) code = check_record(r, q, p);
+        for (int q = 0; q < v.peer_count && code == 0; ++q) code = check_record(team, r, q, p);
         if (code == 0 && (row_users(row) > 1 || slot_users(p.slot) > 1)) code = 4;
       }
-      v.errors(r) = code;
-      v.plan(r) = p;
+      Kokkos::single(Kokkos::PerThread(team), [&] {
+        v.errors(r) = code;
+        v.plan(r) = p;
+      });
     });
     team.team_barrier();
     // Everything counted or summed for this batch back to 0 for the next.
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
-      for (int q = 0; q < v.peer_count; ++q) v.sums(std::int64_t(r) * v.peer_count + q) = 0;
-      const std::int64_t slot = v.source_slots(r), row = v.destination_slots(r);
-      if (row > 0 && row < slots) row_users(row) = 0;
-      if (slot >= 0 && slot < c) slot_users(slot) = 0;
+      Kokkos::single(Kokkos::PerThread(team), [&] {
+        for (int q = 0; q < v.peer_count; ++q) v.sums(std::int64_t(r) * v.peer_count + q) = 0;
+        const std::int64_t slot = v.source_slots(r), row = v.destination_slots(r);
+        if (row > 0 && row < slots) row_users(row) = 0;
+        if (slot >= 0 && slot < c) slot_users(slot) = 0;
+      });
     });
     team.team_barrier();
     v.list_passed(team, live);

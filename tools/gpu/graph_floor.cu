@@ -4,11 +4,16 @@
 // over grids of 1, 132, 1320 and 4096 blocks of 128 or 1024 threads, and a
 // small copy followed by such nodes; each graph replayed 20 times back to back
 // between two events, as statexfer-bench replays a step (the best of 20 such
-// batches, in µs per replay). Built by tools/gpu/stage; run on the GPU machine:
-//   .carry/bin/graph_floor
+// batches, in µs per replay). `graph_floor launch` instead measures what a
+// launch's own shape adds to a flag-reading node: its parameter's size (Kokkos
+// passes the functor by value: a validate functor's Views are about 1 KiB),
+// dynamic shared memory, and nodes that alternate between shared-memory sizes.
+// Built by tools/gpu/stage; run on the GPU machine:
+//   .carry/bin/graph_floor [launch]
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace {
 
@@ -18,15 +23,96 @@ __global__ void flag_kernel(const int* n, int* out) {
   if (*n > 1000000) out[blockIdx.x] = 1;
 }
 
+template <int Bytes>
+struct Param {
+  long v[Bytes / 8];
+};
+
+template <int Bytes>
+__global__ void flag_param_kernel(const int* n, int* out, Param<Bytes> p) {
+  if (*n > 1000000) out[blockIdx.x] = static_cast<int>(p.v[Bytes / 8 - 1]);
+}
+
+__global__ void flag_shared_kernel(const int* n, int* out) {
+  extern __shared__ int shared[];
+  if (*n > 1000000) {
+    shared[threadIdx.x] = 1;
+    __syncthreads();
+    out[blockIdx.x] = shared[(threadIdx.x + 1) % blockDim.x];
+  }
+}
+
 __global__ void copy_kernel(const int4* a, int4* b, long n) {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x)
     b[i] = a[i];
 }
 
+// Best µs per replay of a graph that `record` captures on `s` (20 batches of 20 replays).
+template <class Record>
+float replay_us(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, Record record) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+  record();
+  cudaStreamEndCapture(s, &g);
+  cudaGraphInstantiate(&ge, g, 0);
+  for (int i = 0; i < 50; ++i) cudaGraphLaunch(ge, s);
+  float best = 1e9f;
+  for (int rep = 0; rep < 20; ++rep) {
+    cudaStreamSynchronize(s);
+    cudaEventRecord(e0, s);
+    for (int i = 0; i < 20; ++i) cudaGraphLaunch(ge, s);
+    cudaEventRecord(e1, s);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    best = ms < best ? ms : best;
+  }
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  return best * 1000 / 20;
+}
+
+// What a flag node's launch shape adds: parameter bytes, dynamic shared memory, alternating shared sizes.
+int launch_shapes(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, const int* n, int* out) {
+  cudaFuncSetAttribute(flag_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 << 10);
+  const Param<1024> p1{};
+  const Param<3072> p3{};
+  for (int blocks : {32, 132, 1320})
+    for (int nodes = 1; nodes <= 4; ++nodes) {
+      const float plain = replay_us(s, e0, e1, [&] {
+        for (int k = 0; k < nodes; ++k) flag_kernel<<<blocks, 128, 0, s>>>(n, out);
+      });
+      const float param1 = replay_us(s, e0, e1, [&] {
+        for (int k = 0; k < nodes; ++k) flag_param_kernel<1024><<<blocks, 128, 0, s>>>(n, out, p1);
+      });
+      const float param3 = replay_us(s, e0, e1, [&] {
+        for (int k = 0; k < nodes; ++k) flag_param_kernel<3072><<<blocks, 128, 0, s>>>(n, out, p3);
+      });
+      const float shared8 = replay_us(s, e0, e1, [&] {
+        for (int k = 0; k < nodes; ++k) flag_shared_kernel<<<blocks, 128, 8 << 10, s>>>(n, out);
+      });
+      const float alternate = replay_us(s, e0, e1, [&] {
+        for (int k = 0; k < nodes; ++k)
+          if (k % 2 == 0)
+            flag_kernel<<<blocks, 128, 0, s>>>(n, out);
+          else
+            flag_shared_kernel<<<blocks, 128, 48 << 10, s>>>(n, out);
+      });
+      std::printf(
+          "blocks %5d nodes %d: flag %.2f, 1 KiB param %.2f, 3 KiB param %.2f, 8 KiB shared %.2f, "
+          "0 / 48 KiB shared alternating %.2f us per replay\n",
+          blocks, nodes, plain, param1, param3, shared8, alternate);
+    }
+  const cudaError_t err = cudaGetLastError();
+  std::printf("graph_floor launch: %s\n", cudaGetErrorString(err));
+  return err == cudaSuccess ? 0 : 1;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   int *n, *out;
@@ -39,6 +125,7 @@ int main() {
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
+  if (argc > 1 && std::strcmp(argv[1], "launch") == 0) return launch_shapes(s, e0, e1, n, out);
   const char* names[] = {"empty x128", "flag x128", "flag x1024", "copy, then flag x128"};
   for (int kind = 0; kind < 4; ++kind)
     for (int blocks : {1, 132, 1320, 4096})
