@@ -130,36 +130,19 @@ int main(int argc, char** argv) {
   for (int kind = 0; kind < 4; ++kind)
     for (int blocks : {1, 132, 1320, 4096})
       for (int nodes = 1; nodes <= 5; ++nodes) {
-        cudaGraph_t g;
-        cudaGraphExec_t ge;
-        cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
-        for (int k = 0; k < nodes; ++k) {
-          if (kind == 0)
-            empty_kernel<<<blocks, 128, 0, s>>>();
-          else if (kind == 1 || (kind == 3 && k > 0))
-            flag_kernel<<<blocks, 128, 0, s>>>(n, out);
-          else if (kind == 2)
-            flag_kernel<<<blocks, 1024, 0, s>>>(n, out);
-          else
-            copy_kernel<<<8, 128, 0, s>>>(a, b, 1024);
-        }
-        cudaStreamEndCapture(s, &g);
-        cudaGraphInstantiate(&ge, g, 0);
-        for (int i = 0; i < 50; ++i) cudaGraphLaunch(ge, s);
-        float best = 1e9f;
-        for (int rep = 0; rep < 20; ++rep) {
-          cudaStreamSynchronize(s);
-          cudaEventRecord(e0, s);
-          for (int i = 0; i < 20; ++i) cudaGraphLaunch(ge, s);
-          cudaEventRecord(e1, s);
-          cudaEventSynchronize(e1);
-          float ms = 0;
-          cudaEventElapsedTime(&ms, e0, e1);
-          best = ms < best ? ms : best;
-        }
-        std::printf("%-22s blocks %5d nodes %d: %.2f us per replay\n", names[kind], blocks, nodes, best * 1000 / 20);
-        cudaGraphExecDestroy(ge);
-        cudaGraphDestroy(g);
+        const float us = replay_us(s, e0, e1, [&] {
+          for (int k = 0; k < nodes; ++k) {
+            if (kind == 0)
+              empty_kernel<<<blocks, 128, 0, s>>>();
+            else if (kind == 1 || (kind == 3 && k > 0))
+              flag_kernel<<<blocks, 128, 0, s>>>(n, out);
+            else if (kind == 2)
+              flag_kernel<<<blocks, 1024, 0, s>>>(n, out);
+            else
+              copy_kernel<<<8, 128, 0, s>>>(a, b, 1024);
+          }
+        });
+        std::printf("%-22s blocks %5d nodes %d: %.2f us per replay\n", names[kind], blocks, nodes, us);
       }
   const cudaError_t err = cudaGetLastError();
   std::printf("graph_floor: %s\n", cudaGetErrorString(err));
