@@ -3,6 +3,7 @@
 #include <statexfer/exchange.hpp>
 
 #include <algorithm>
+#include <cstring>
 
 #include "impl/exchange_format.hpp"
 
@@ -48,6 +49,13 @@ PairTable pair_table(const ModelLayout& model, int source_tp, int source_rank, i
     sends = sends || s.end > s.begin;
   }
   t.header_bytes = 80 + 16 * static_cast<std::int64_t>(slices.size());
+  // The slices' words follow the header's 10; a pair's are fixed, so their sum is taken here once.
+  for (std::size_t g = 0; g < t.slices.size(); ++g) {
+    std::uint64_t words[2];
+    std::memcpy(words, &t.slices[g], sizeof(words));
+    const std::int64_t k = static_cast<std::int64_t>(sizeof(RecordHeader) / 8 + 2 * g);
+    t.slices_checksum += checksum_word(words[0], k) + checksum_word(words[1], k + 1);
+  }
   // Region by region, block by block, segment by segment (§17's payload order).
   std::int64_t payload = 0;
   int g = 0;

@@ -59,6 +59,12 @@ KOKKOS_INLINE_FUNCTION std::uint64_t header_checksum(const std::uint8_t* record,
   return sum;
 }
 
+/// The header's own words (RecordHeader, before the slices) summed as the checksum does: with the
+/// slices' sum (PairTable::slices_checksum, fixed for a pair), the header's checksum.
+KOKKOS_INLINE_FUNCTION std::uint64_t header_fields_checksum(const std::uint8_t* record) {
+  return header_checksum(record, sizeof(RecordHeader));
+}
+
 /// `length` bytes of a pool row at `row_offset` and the record's payload at
 /// `payload_offset`, then `padding` zero bytes of payload (a run ends on an
 /// 8-byte boundary); `peer` is the other side's rank.
@@ -76,7 +82,8 @@ struct ExchangeChunk {
 struct PairTable {
   std::int64_t header_bytes = 0;
   std::int64_t payload_bytes = 0;
-  std::int64_t record_bytes = 0;  // 0: the pair sends nothing
+  std::int64_t record_bytes = 0;      // 0: the pair sends nothing
+  std::uint64_t slices_checksum = 0;  // the slices' words in the header, summed as the checksum does
   std::vector<RecordSlice> slices;
   std::vector<ExchangeChunk> chunks;
 };

@@ -200,8 +200,8 @@ PreparedExport<ExecutionSpace>::PreparedExport(const StatePool<ExecutionSpace>& 
     if (need > 0 && impl::views_overlap(w, pool.backing()))
       throw std::invalid_argument("statexfer::PreparedExport: wires[" + std::to_string(j) +
                                   "] overlaps the pool backing");
-    peers.push_back(
-        {w.data(), t.record_bytes, t.header_bytes, t.payload_bytes, j, static_cast<std::int32_t>(slices.size())});
+    peers.push_back({w.data(), t.record_bytes, t.header_bytes, t.payload_bytes, j,
+                     static_cast<std::int32_t>(slices.size()), t.slices_checksum});
     slices.insert(slices.end(), t.slices.begin(), t.slices.end());
     chunks.insert(chunks.end(), t.chunks.begin(), t.chunks.end());
   }
@@ -284,8 +284,8 @@ PreparedImport<ExecutionSpace>::PreparedImport(const StatePool<ExecutionSpace>& 
     if (impl::views_overlap(w, pool.backing()))
       throw std::invalid_argument("statexfer::PreparedImport: wires[" + std::to_string(i) +
                                   "] overlaps the pool backing");
-    peers.push_back(
-        {w.data(), t.record_bytes, t.header_bytes, t.payload_bytes, i, static_cast<std::int32_t>(slices.size())});
+    peers.push_back({w.data(), t.record_bytes, t.header_bytes, t.payload_bytes, i,
+                     static_cast<std::int32_t>(slices.size()), t.slices_checksum});
     slices.insert(slices.end(), t.slices.begin(), t.slices.end());
     chunks.insert(chunks.end(), t.chunks.begin(), t.chunks.end());
   }
