@@ -141,8 +141,8 @@ struct ChecksumCarry {
     const std::int64_t pairs = (words - head) / 2;
     const auto* p = reinterpret_cast<const Word16*>(w + head);
     // An import's 8 KiB chunk is four pairs a thread of 128, all in flight at
-    // once: two (4 KiB chunks) left the sums at half of HBM's read rate, each
-    // chunk's address chain as long as its loads (perf_tests/RESULTS.md).
+    // once: the sums are bound by the words an SM has in flight (two a thread,
+    // 4 KiB chunks, read the wire at 2.0 TB/s; four at 2.6: perf_tests/RESULTS.md).
     constexpr int ahead = 4;
     for (std::int64_t base = t; base < pairs; base += std::int64_t(threads) * ahead) {
       Word16 v[ahead];
