@@ -47,15 +47,13 @@ KOKKOS_INLINE_FUNCTION std::uint64_t checksum_word(std::uint64_t word, std::int6
   return z ^ (z >> 31);
 }
 
-/// Header word k as the checksum adds it: the checksum field (bytes 64..71) as 0.
-KOKKOS_INLINE_FUNCTION std::uint64_t header_checksum_word(const std::uint8_t* record, std::int64_t k) {
-  return checksum_word(k == 8 ? 0 : reinterpret_cast<const std::uint64_t*>(record)[k], k);
-}
-
-/// The header's words summed as the checksum does.
+/// The header's words (checksum field as 0) summed as the checksum does.
 KOKKOS_INLINE_FUNCTION std::uint64_t header_checksum(const std::uint8_t* record, std::int64_t header_bytes) {
   std::uint64_t sum = 0;
-  for (std::int64_t k = 0; k < header_bytes / 8; ++k) sum += header_checksum_word(record, k);
+  for (std::int64_t k = 0; k < header_bytes / 8; ++k) {
+    const std::uint64_t word = k == 8 ? 0 : reinterpret_cast<const std::uint64_t*>(record)[k];  // bytes 64..71
+    sum += checksum_word(word, k);
+  }
   return sum;
 }
 
