@@ -6,7 +6,11 @@
 // each replayed from a captured graph as BenchTransfer.cpp does, beside the
 // copy kernel of the same bytes (C records):
 //   exchange/MODEL/cC/export, .../import, .../memcpy_kernel
-// Counters: capacity, row_bytes, record_bytes, bytes (C records), GB_rw (the
+// and partly filled batches, graphs captured at capacity C moving `live`
+// records, jamba-v0.1's 8.3 MiB rows up to C = 4096 among them (beside the
+// copy kernel of the live records' bytes):
+//   exchange/MODEL/cC/liveN/export, .../import, .../memcpy_kernel
+// Counters: capacity, count (live records), row_bytes, record_bytes, bytes (the live records), GB_rw (the
 // bytes read and written once each, per second), copy_us (the copy kernel of
 // the bytes, as the memcpy_kernel record measured it) and over_copy (this
 // record's time over copy_us; issue 31's targets: export within 1.1, import
@@ -47,9 +51,10 @@ statexfer::ModelLayout layout_of(const std::string& name) {
 }
 
 // One prefill pool, its export into the wire, one decode pool and its import,
-// every row with an endpoint and a key; exported once so the wire holds records.
+// every row with an endpoint and a key; `live` commands of capacity C,
+// exported once so the wire holds their records.
 struct Move {
-  Move(const statexfer::ModelLayout& model, std::int64_t c, const Exec& exec)
+  Move(const statexfer::ModelLayout& model, std::int64_t c, std::int64_t live, const Exec& exec)
       : source(model.whole(), c + 1, 1),
         destination(model.whole(), c + 1, 1),
         export_commands(statexfer::StateCommands<Exec>::allocate(c)),
@@ -59,7 +64,7 @@ struct Move {
         importer(destination, import_commands, model, 1, {1, 0}, wires) {
     const statexfer::StateLayout layout = model.whole();
     statexfer::CommandBatch<Exec> out(c), in(c);
-    for (std::int64_t k = 0; k < c; ++k) {
+    for (std::int64_t k = 0; k < live; ++k) {
       const std::int64_t endpoint = 4096 + k, key = 0x31000 + k;
       for (const auto& [region, value] :
            {std::make_pair("consumed_tokens", endpoint), std::make_pair("prefix_key", key)}) {
@@ -86,7 +91,7 @@ struct Move {
       exec.fence();
       auto errors =
           Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), (ex ? export_commands : import_commands).errors);
-      for (std::int64_t k = 0; k < c; ++k)
+      for (std::int64_t k = 0; k < live; ++k)
         if (errors(k) != 0)
           throw std::runtime_error(std::string(side) + " command " + std::to_string(k) + " got code " +
                                    std::to_string(errors(k)));
@@ -120,9 +125,9 @@ double measure_copy(std::int64_t bytes) {
   return replayer.seconds_per_replay(3 * replays);
 }
 
-void run(benchmark::State& state, const std::string& name, std::int64_t c, Side side) {
+void run(benchmark::State& state, const std::string& name, std::int64_t c, std::int64_t live, Side side) {
   const statexfer::ModelLayout model = layout_of(name);
-  const std::int64_t record = statexfer::record_bytes(model, {}, {}), bytes = c * record;
+  const std::int64_t record = statexfer::record_bytes(model, {}, {}), bytes = live * record;
   const BenchInstance instance;
   double mean = 0, copy_s = 0;
   try {
@@ -132,11 +137,11 @@ void run(benchmark::State& state, const std::string& name, std::int64_t c, Side 
       Replayer replayer(instance, [&](const Exec& e) { copy_kernel(e, b, a); });
       mean = time_replays(state, replayer);
       copy_seconds()[bytes] = copy_s = mean;
-      state.SetLabel("copy kernel of C records' bytes");
+      state.SetLabel("copy kernel of the live records' bytes");
     } else {
       const auto known = copy_seconds().find(bytes);
       copy_s = known != copy_seconds().end() ? known->second : (copy_seconds()[bytes] = measure_copy(bytes));
-      Move move(model, c, instance.exec());
+      Move move(model, c, live, instance.exec());
       Replayer replayer(instance, [&](const Exec& e) {
         if (side == Side::export_rows)
           move.exporter.validate(e), move.exporter.apply(e);
@@ -151,6 +156,7 @@ void run(benchmark::State& state, const std::string& name, std::int64_t c, Side 
     return;
   }
   state.counters["capacity"] = static_cast<double>(c);
+  state.counters["count"] = static_cast<double>(live);
   state.counters["row_bytes"] = static_cast<double>(model.whole().row_bytes());
   state.counters["record_bytes"] = static_cast<double>(record);
   state.counters["bytes"] = static_cast<double>(bytes);
@@ -164,24 +170,35 @@ void run(benchmark::State& state, const std::string& name, std::int64_t c, Side 
 
 void register_exchange_benchmarks(bool host_backend) {
   const double limit = host_backend ? double(1 << 30) : 128.0 * double(1 << 30);
-  for (const char* name : {"qwen3.5-9b", "nemotron-3-super-120b-a12b"}) {
+  struct Moves {
+    const char* name;
+    std::int64_t c, live;
+  };
+  std::vector<Moves> shapes;
+  for (const char* name : {"qwen3.5-9b", "nemotron-3-super-120b-a12b"})
+    for (const std::int64_t c : {1, 8, 64}) shapes.push_back({name, c, c});
+  // Partly filled: a server's step moves a few of the capacity's records.
+  for (const Moves m : {Moves{"qwen3.5-9b", 64, 1}, Moves{"qwen3.5-9b", 64, 8}, Moves{"qwen3.5-9b", 256, 1},
+                        Moves{"qwen3.5-9b", 256, 4}, Moves{"nemotron-3-super-120b-a12b", 64, 1},
+                        Moves{"jamba-v0.1", 1, 1}, Moves{"jamba-v0.1", 1024, 1}, Moves{"jamba-v0.1", 4096, 4}})
+    shapes.push_back(m);
+  for (const auto& [name, c, live] : shapes) {
     const statexfer::ModelLayout model = layout_of(name);
-    for (const std::int64_t c : {1, 8, 64}) {
-      const double footprint = double(c + 1) * 2 * double(model.whole().row_bytes()) +
-                               double(c) * double(statexfer::record_bytes(model, {}, {}));
-      if (footprint > limit) continue;
-      const std::string base = std::string("exchange/") + name + "/c" + std::to_string(c) + "/";
-      const std::string label = name;
-      for (const auto& [suffix, side] :
-           {std::make_pair("memcpy_kernel", Side::copy), std::make_pair("export", Side::export_rows),
-            std::make_pair("import", Side::import_rows)}) {
-        const Side s = side;
-        benchmark::RegisterBenchmark((base + suffix).c_str(),
-                                     [label, c, s](benchmark::State& st) { run(st, label, c, s); })
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond)
-            ->MinTime(0.05);
-      }
+    const double footprint = double(c + 1) * 2 * double(model.whole().row_bytes()) +
+                             double(c) * double(statexfer::record_bytes(model, {}, {}));
+    if (footprint > limit) continue;
+    const std::string base = std::string("exchange/") + name + "/c" + std::to_string(c) + "/" +
+                             (live == c ? "" : "live" + std::to_string(live) + "/");
+    const std::string label = name;
+    for (const auto& [suffix, side] :
+         {std::make_pair("memcpy_kernel", Side::copy), std::make_pair("export", Side::export_rows),
+          std::make_pair("import", Side::import_rows)}) {
+      const Side s = side;
+      benchmark::RegisterBenchmark((base + suffix).c_str(),
+                                   [label, c = c, live = live, s](benchmark::State& st) { run(st, label, c, live, s); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond)
+          ->MinTime(0.05);
     }
   }
 }

@@ -175,6 +175,18 @@ TEST(TEST_CATEGORY, exchange_faults_are_refused_and_write_nothing) {
   expect_codes(imports_of(w), 4, {0, 9});
   untouched(2);
 
+  // The prefill side's own refusals: two exports into one record slot (4 for
+  // both), a bad count (5 for every row), then one live command (the rows past
+  // it back to 0).
+  auto twice = exports_of(w);
+  twice[2].destination = 0;
+  for (const auto& c : move.export_all(twice, 4)) EXPECT_EQ(c, (std::vector<std::int32_t>{4, 0, 4, 0, 0, 0, 0, 0}));
+  for (const int count : {-1, default_capacity + 1})
+    for (const auto& c : move.export_all(exports_of(w), count))
+      EXPECT_EQ(c, std::vector<std::int32_t>(default_capacity, 5)) << "count " << count;
+  for (const auto& c : move.export_all(twice, 4)) EXPECT_EQ(c, (std::vector<std::int32_t>{4, 0, 4, 0, 0, 0, 0, 0}));
+  for (const auto& c : move.export_all(twice, 1)) EXPECT_EQ(c, zeros());
+
   // Bad rows, two imports into one row, a bad count.
   fresh();
   batch = imports_of(w);

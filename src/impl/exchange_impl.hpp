@@ -118,8 +118,11 @@ struct ExchangeData {
   }
 
   /// Bytes of a payload chunk, a team's unit of work: hosts 64 KiB; GPUs 4 KiB on export (two 16-byte words
-  /// a thread of 128, stored and summed), 8 KiB on import (its sums read four words a thread at once).
-  static std::int64_t chunk_bytes(bool import) { return host ? 64 * 1024 : 128 * 16 * (import ? 4 : 2); }
+  /// a thread of 128, stored and summed), 32 KiB on import (its sums read import_words_in_flight words a
+  /// thread at once).
+  static std::int64_t chunk_bytes(bool import) {
+    return host ? 64 * 1024 : 128 * 16 * (import ? import_words_in_flight : 2);
+  }
 
   /// Peer tables into device Views (chunks of every peer, concatenated).
   void set_peers(const std::vector<PeerEntry>& peers, const std::vector<RecordSlice>& slices,

@@ -32,10 +32,13 @@ namespace statexfer::impl {
 /// would leave its last teams waiting for the first to finish every chunk.
 using exchange_grid_bounds = Kokkos::LaunchBounds<128, compact_league_per_sm>;
 
-/// The import's sums: 8 teams an SM, whose 64 registers a thread hold four
-/// 16-byte words in flight beside a chunk's addresses (at 10 an SM, 48
-/// registers, they spill).
-inline constexpr int import_sum_teams_per_sm = 8;
+/// The import's sums: chunks of 16 16-byte words a thread of 128 (32 KiB), all
+/// loaded before any is summed, at 4 teams an SM, whose 128 registers a thread
+/// hold them beside a chunk's addresses without a spill. The sums are bound by
+/// the words an SM has in flight (perf_tests/RESULTS.md: 4, 8, 16 and 32 KiB
+/// chunks, the import 2.1x, 1.93x, 1.84x and 1.81x the copy kernel at C = 64).
+inline constexpr int import_words_in_flight = 16;
+inline constexpr int import_sum_teams_per_sm = 4;
 
 /// A command's row and record slot, as validate() found them.
 struct ExchangePlan {
@@ -126,7 +129,7 @@ struct ChecksumCarry {
     }
   }
   /// Chunk words [first, first + words) of the record at `record`, read by the team's threads (hosts'
-  /// one thread a word; GPUs' 16-byte words, four in flight a thread).
+  /// one thread a word; GPUs' 16-byte words, import_words_in_flight a thread).
   KOKKOS_INLINE_FUNCTION void add(const Member& team, const Sums& sums, std::int64_t at, const std::uint8_t* record,
                                   std::int64_t first, std::int64_t words) {
     into(team, sums, at);
@@ -140,10 +143,8 @@ struct ChecksumCarry {
     const std::int64_t head = (reinterpret_cast<std::uintptr_t>(w) & 15) != 0 && words > 0 ? 1 : 0;
     const std::int64_t pairs = (words - head) / 2;
     const auto* p = reinterpret_cast<const Word16*>(w + head);
-    // An import's 8 KiB chunk is four pairs a thread of 128, all in flight at
-    // once: the sums are bound by the words an SM has in flight (two a thread,
-    // 4 KiB chunks, read the wire at 2.0 TB/s; four at 2.6: perf_tests/RESULTS.md).
-    constexpr int ahead = 4;
+    // An import's chunk is import_words_in_flight pairs a thread of 128, all in flight at once.
+    constexpr int ahead = import_words_in_flight;
     for (std::int64_t base = t; base < pairs; base += std::int64_t(threads) * ahead) {
       Word16 v[ahead];
       for (int j = 0; j < ahead; ++j) {
@@ -237,29 +238,34 @@ struct ExportValidateFunctor {
     bool bad = false;
     const std::int32_t live = v.live(bad);
     auto* users = static_cast<std::int32_t*>(team.team_scratch(0).get_shmem(scratch_bytes(c)));
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const int s) { users[s] = 0; });
-    team.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
+    // Only the slots live commands name are counted, so only they are cleared:
+    // the work follows the live count, not the capacity.
+    const auto slot_of = [&](const int r) {
       const std::int64_t slot = v.destination_slots(r);
-      if (slot >= 0 && slot < c) Kokkos::atomic_fetch_add(&users[slot], 1);
+      return slot >= 0 && slot < c ? static_cast<int>(slot) : -1;
+    };
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
+      if (slot_of(r) >= 0) users[slot_of(r)] = 0;
     });
     team.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const int r) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
+      if (slot_of(r) >= 0) Kokkos::atomic_fetch_add(&users[slot_of(r)], 1);
+    });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
       ExchangePlan p{nullptr, -1, 0, 0};
-      std::int32_t code = 0;
-      if (bad) {
-        code = 5;
-      } else if (r < live) {
-        const std::int64_t src = v.source_slots(r);
-        code = v.plan_command(r, op_export, src, v.destination_slots(r), p);
-        if (code == 0 && (v.row_int64(src, v.consumed_offset) != p.endpoint ||
-                          (v.key_offset >= 0 && v.row_int64(src, v.key_offset) != p.key)))
-          code = 3;
-        if (code == 0 && users[p.slot] > 1) code = 4;
-      }
+      const std::int64_t src = v.source_slots(r);
+      std::int32_t code = v.plan_command(r, op_export, src, v.destination_slots(r), p);
+      if (code == 0 && (v.row_int64(src, v.consumed_offset) != p.endpoint ||
+                        (v.key_offset >= 0 && v.row_int64(src, v.key_offset) != p.key)))
+        code = 3;
+      if (code == 0 && users[p.slot] > 1) code = 4;
       v.errors(r) = code;
       v.plan(r) = p;
     });
+    // Rows past the count get their code only (every row 5 when the count is
+    // bad, live then 0): no plan of theirs is read.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live, c), [&](const int r) { v.errors(r) = bad ? 5 : 0; });
     team.team_barrier();
     v.list_passed(team, live);
   }
@@ -416,22 +422,22 @@ struct ImportDecideFunctor {
     bool bad = false;
     const std::int32_t live = v.live(bad);
     const std::int64_t slots = v.slots();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const int r) {
+    // The live rows, a thread's lanes a row (live is 0 when the count is bad).
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
       ExchangePlan p{nullptr, -1, 0, 0};
-      std::int32_t code = 0;
-      if (bad) {
-        code = 5;
-      } else if (r < live) {
-        const std::int64_t row = v.destination_slots(r);
-        code = v.plan_command(r, op_import, row, v.source_slots(r), p);
-        for (int q = 0; q < v.peer_count && code == 0; ++q) code = check_record(team, r, q, p);
-        if (code == 0 && (row_users(row) > 1 || slot_users(p.slot) > 1)) code = 4;
-      }
+      const std::int64_t row = v.destination_slots(r);
+      std::int32_t code = v.plan_command(r, op_import, row, v.source_slots(r), p);
+      for (int q = 0; q < v.peer_count && code == 0; ++q) code = check_record(team, r, q, p);
+      if (code == 0 && (row_users(row) > 1 || slot_users(p.slot) > 1)) code = 4;
       Kokkos::single(Kokkos::PerThread(team), [&] {
         v.errors(r) = code;
         v.plan(r) = p;
       });
     });
+    // Rows past the count get their code only (every row 5 when the count is
+    // bad), by every lane of the team: no plan of theirs is read, and a few
+    // live commands at a large capacity cost what they check.
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, live, c), [&](const int r) { v.errors(r) = bad ? 5 : 0; });
     team.team_barrier();
     // Everything counted or summed for this batch back to 0 for the next.
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {

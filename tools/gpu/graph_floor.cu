@@ -8,8 +8,12 @@
 // launch's own shape adds to a flag-reading node: its parameter's size (Kokkos
 // passes the functor by value: a validate functor's Views are about 1 KiB),
 // dynamic shared memory, and nodes that alternate between shared-memory sizes.
+// `graph_floor conditional` measures what a CUDA conditional (IF) node costs
+// when a first node decides to skip its body of flag nodes, against the same
+// nodes unconditional (a partly filled batch above 64 commands skipping the
+// sorted path's launches), captured from a stream as a library would.
 // Built by tools/gpu/stage; run on the GPU machine:
-//   .carry/bin/graph_floor [launch]
+//   .carry/bin/graph_floor [launch | conditional]
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -46,6 +50,13 @@ __global__ void copy_kernel(const int4* a, int4* b, long n) {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x)
     b[i] = a[i];
+}
+
+// A first node that reads the flag and sets the IF node's condition (block 0; no handle: none).
+__global__ void deciding_kernel(const int* n, int* out, cudaGraphConditionalHandle h, int threshold) {
+  const int v = *n;
+  if (v > 1000000) out[blockIdx.x] = 1;
+  if (h != 0 && blockIdx.x == 0 && threadIdx.x == 0) cudaGraphSetConditional(h, v > threshold ? 1u : 0u);
 }
 
 // Best µs per replay of a graph that `record` captures on `s` (20 batches of 20 replays).
@@ -110,6 +121,63 @@ int launch_shapes(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, const int* n, 
   return err == cudaSuccess ? 0 : 1;
 }
 
+// A deciding node, then `body` flag nodes inside an IF node (or after it,
+// unconditional), then `tail` flag nodes; n = 0 and threshold 0 skip the body,
+// threshold -1 runs it.
+int conditional_nodes(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, const int* n, int* out) {
+  cudaStream_t side;
+  cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+  cudaError_t first_error = cudaSuccess;
+  const auto check = [&](cudaError_t e) {
+    if (e != cudaSuccess && first_error == cudaSuccess) first_error = e;
+  };
+  for (int blocks : {32, 132, 1320})
+    for (int body = 1; body <= 3; ++body)
+      for (int tail = 0; tail <= 1; ++tail) {
+        const float plain = replay_us(s, e0, e1, [&] {
+          deciding_kernel<<<blocks, 128, 0, s>>>(n, out, 0, 0);
+          for (int k = 0; k < body + tail; ++k) flag_kernel<<<blocks, 128, 0, s>>>(n, out);
+        });
+        const float alone = replay_us(s, e0, e1, [&] {
+          deciding_kernel<<<blocks, 128, 0, s>>>(n, out, 0, 0);
+          for (int k = 0; k < tail; ++k) flag_kernel<<<blocks, 128, 0, s>>>(n, out);
+        });
+        float cond[2];
+        for (int run = 0; run < 2; ++run)
+          cond[run] = replay_us(s, e0, e1, [&] {
+            cudaStreamCaptureStatus status;
+            cudaGraph_t g;
+            const cudaGraphNode_t* deps;
+            size_t ndeps = 0;
+            check(cudaStreamGetCaptureInfo(s, &status, nullptr, &g, nullptr, nullptr, nullptr));
+            cudaGraphConditionalHandle h;
+            check(cudaGraphConditionalHandleCreate(&h, g, 0, cudaGraphCondAssignDefault));
+            deciding_kernel<<<blocks, 128, 0, s>>>(n, out, h, run == 0 ? 0 : -1);
+            check(cudaStreamGetCaptureInfo(s, &status, nullptr, &g, &deps, nullptr, &ndeps));
+            cudaGraphNodeParams p{};
+            p.type = cudaGraphNodeTypeConditional;
+            p.conditional.handle = h;
+            p.conditional.type = cudaGraphCondTypeIf;
+            p.conditional.size = 1;
+            cudaGraphNode_t node;
+            check(cudaGraphAddNode(&node, g, deps, nullptr, ndeps, &p));
+            check(cudaStreamUpdateCaptureDependencies(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies));
+            cudaGraph_t inner = p.conditional.phGraph_out[0];
+            check(cudaStreamBeginCaptureToGraph(side, inner, nullptr, nullptr, 0, cudaStreamCaptureModeRelaxed));
+            for (int k = 0; k < body; ++k) flag_kernel<<<blocks, 128, 0, side>>>(n, out);
+            check(cudaStreamEndCapture(side, &inner));
+            for (int k = 0; k < tail; ++k) flag_kernel<<<blocks, 128, 0, s>>>(n, out);
+          });
+        std::printf(
+            "blocks %5d body %d tail %d: deciding + body + tail unconditional %.2f, deciding + tail %.2f, "
+            "deciding + IF(body) skipped + tail %.2f, IF(body) run %.2f us per replay\n",
+            blocks, body, tail, plain, alone, cond[0], cond[1]);
+      }
+  check(cudaGetLastError());
+  std::printf("graph_floor conditional: %s\n", cudaGetErrorString(first_error));
+  return first_error == cudaSuccess ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,6 +194,7 @@ int main(int argc, char** argv) {
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
   if (argc > 1 && std::strcmp(argv[1], "launch") == 0) return launch_shapes(s, e0, e1, n, out);
+  if (argc > 1 && std::strcmp(argv[1], "conditional") == 0) return conditional_nodes(s, e0, e1, n, out);
   const char* names[] = {"empty x128", "flag x128", "flag x1024", "copy, then flag x128"};
   for (int kind = 0; kind < 4; ++kind)
     for (int blocks : {1, 132, 1320, 4096})
