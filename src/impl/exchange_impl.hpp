@@ -33,7 +33,7 @@ struct ExchangeData {
   std::vector<WireBuffer<ExecutionSpace>> wires;
   ExchangeViews<memory_space> views;
   Kokkos::View<std::int32_t*, memory_space> row_users, slot_users;  // import
-  int league = 1, sum_league = 1, team = 1, decide_team = 1, check_team = 1, check_lanes = 1;
+  int league = 1, export_league = 1, sum_league = 1, team = 1, decide_team = 1, check_team = 1, check_lanes = 1;
   bool prepared = false;
 
   /// Checks and sets up everything but the peers (`what`: "PreparedExport" or "PreparedImport").
@@ -103,8 +103,9 @@ struct ExchangeData {
     v.plan = Kokkos::View<ExchangePlan*, memory_space>("statexfer::exchange_plan", n);
     v.moves = Kokkos::View<std::int32_t*, memory_space>("statexfer::exchange_list", move_rows + n);
     const ExecutionSpace exec;
-    // Teams of 128 moving 4 or 8 KiB chunks on GPUs (chunk_bytes), as many as apply's compact grid; hosts a
-    // team of one a thread.
+    // Teams of 128 moving chunks on GPUs (chunk_bytes), a wave of them: the import's apply as many as apply's
+    // compact grid, the export's and the import's sums as many as their launch bounds fit; hosts a team of one
+    // a thread.
     team = host ? 1 : 128;
     decide_team = host ? 1 : 256;
     // The import's decision: a warp a command on GPUs, its lanes splitting the record's checks.
@@ -112,16 +113,18 @@ struct ExchangeData {
     check_lanes = host ? 1 : 32;
     league = static_cast<int>(host ? exec.concurrency()
                                    : std::max<std::int64_t>(1, exec.concurrency() * compact_league_per_sm / 2048));
+    export_league =
+        host ? league : static_cast<int>(std::max<std::int64_t>(1, exec.concurrency() * export_teams_per_sm / 2048));
     sum_league = host
                      ? league
                      : static_cast<int>(std::max<std::int64_t>(1, exec.concurrency() * import_sum_teams_per_sm / 2048));
   }
 
-  /// Bytes of a payload chunk, a team's unit of work: hosts 64 KiB; GPUs 4 KiB on export (two 16-byte words
-  /// a thread of 128, stored and summed), 32 KiB on import (its sums read import_words_in_flight words a
-  /// thread at once).
+  /// Bytes of a payload chunk, a team's unit of work: hosts 64 KiB; GPUs 16 KiB on export
+  /// (export_words_in_flight 16-byte words a thread of 128, stored and summed), 32 KiB on import (its sums
+  /// read import_words_in_flight words a thread at once).
   static std::int64_t chunk_bytes(bool import) {
-    return host ? 64 * 1024 : 128 * 16 * (import ? import_words_in_flight : 2);
+    return host ? 64 * 1024 : 128 * 16 * (import ? import_words_in_flight : export_words_in_flight);
   }
 
   /// Peer tables into device Views (chunks of every peer, concatenated).
@@ -246,7 +249,8 @@ void PreparedExport<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
   if (!data_) throw std::logic_error("statexfer::PreparedExport::apply: the export was moved from");
   const auto& d = *data_;
   d.require_prepared("PreparedExport", "apply");
-  d.launch("statexfer::export_apply", exec, d.league, d.team, 0, impl::ExportApplyFunctor<ExecutionSpace>{d.views});
+  d.launch("statexfer::export_apply", exec, d.export_league, d.team, 0,
+           impl::ExportApplyFunctor<ExecutionSpace>{d.views});
 }
 
 template <class ExecutionSpace>

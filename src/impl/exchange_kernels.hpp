@@ -40,6 +40,13 @@ using exchange_grid_bounds = Kokkos::LaunchBounds<128, compact_league_per_sm>;
 inline constexpr int import_words_in_flight = 16;
 inline constexpr int import_sum_teams_per_sm = 4;
 
+/// The export's apply: chunks of 8 16-byte words a thread of 128 (16 KiB), all
+/// loaded before any is stored and summed, at 5 teams an SM, whose registers
+/// hold them without a spill (4 KiB chunks at 10 teams an SM were up to 11%
+/// slower on small rows, 1-3% on qwen3.5-9b's: perf_tests/RESULTS.md).
+inline constexpr int export_words_in_flight = 8;
+inline constexpr int export_teams_per_sm = 5;
+
 /// A command's row and record slot, as validate() found them.
 struct ExchangePlan {
   std::uint8_t* row;  // the pool row read (export) or written (import); null when not a usable row
@@ -199,7 +206,7 @@ KOKKOS_INLINE_FUNCTION std::uint64_t team_move_sum(const Member& team, std::uint
     pairs = (full - head) / 2;
     const auto* s16 = reinterpret_cast<const Word16*>(src + 8 * head);
     auto* d16 = reinterpret_cast<Word16*>(dst + 8 * head);
-    constexpr int ahead = 2;  // a 4 KiB round of a team of 128, as apply's units
+    constexpr int ahead = export_words_in_flight;  // an export chunk a round of a team of 128
     for (int base = t; base < pairs; base += threads * ahead) {
       Word16 v[ahead];
       for (int j = 0; j < ahead; ++j) v[j] = base + j * threads < pairs ? s16[base + j * threads] : Word16{};
@@ -275,7 +282,7 @@ struct ExportValidateFunctor {
 /// team) every live command's headers.
 template <class ExecutionSpace>
 struct ExportApplyFunctor {
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, exchange_grid_bounds>;
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<128, export_teams_per_sm>>;
   using member_type = typename policy_type::member_type;
   ExchangeViews<typename ExecutionSpace::memory_space> v;
 
