@@ -34,7 +34,7 @@ TEST(pure, exchange_chunks_reach_every_alignment_and_slices_sum_once) {
         for (int j = 0; j < d; ++j) {
           SCOPED_TRACE("prefill TP " + std::to_string(p) + " rank " + std::to_string(i) + ", decode TP " +
                        std::to_string(d) + " rank " + std::to_string(j));
-          const statexfer::impl::PairTable t = statexfer::impl::pair_table(model, p, i, d, j, true, 4096, j);
+          const statexfer::impl::PairTable t = statexfer::impl::pair_table(model, p, i, d, j, true, 16384, j);
           if (t.record_bytes == 0) continue;
           // The header with every field 0 but its slices: the oracle's sum of its words less the header's
           // own ten (the checksum field counts as 0) is the slices' part.
@@ -45,7 +45,8 @@ TEST(pure, exchange_chunks_reach_every_alignment_and_slices_sum_once) {
                       t.slices.size() * sizeof(statexfer::impl::RecordSlice));
           EXPECT_EQ(t.slices_checksum, statexfer::test::oracle_checksum(header.data(), t.header_bytes, 0) -
                                            statexfer::impl::header_fields_checksum(header.data()));
-          // Pool rows 1 and 2 into record slots 0 and 1 (the pool's backing and the wire 16-byte aligned).
+          // Pool rows 1 and 2 into record slots 0 and 1 (the pool's backing and the wire 16-byte aligned), in
+          // the GPUs' export chunks of 16 KiB (exchange_kernels.hpp).
           const std::int64_t row_bytes = model.local(p, i).row_bytes();
           for (const std::int64_t row : {1, 2})
             for (const std::int64_t slot : {0, 1})
