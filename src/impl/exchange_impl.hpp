@@ -33,7 +33,7 @@ struct ExchangeData {
   std::vector<WireBuffer<ExecutionSpace>> wires;
   ExchangeViews<memory_space> views;
   Kokkos::View<std::int32_t*, memory_space> row_users, slot_users;  // import
-  int league = 1, export_league = 1, sum_league = 1, team = 1, decide_team = 1, check_team = 1, check_lanes = 1;
+  int move_league = 1, sum_league = 1, team = 1, decide_team = 1, check_team = 1, check_lanes = 1;
   bool prepared = false;
 
   /// Checks and sets up everything but the peers (`what`: "PreparedExport" or "PreparedImport").
@@ -102,22 +102,21 @@ struct ExchangeData {
     v.segments = model.segment_count();
     v.plan = Kokkos::View<ExchangePlan*, memory_space>("statexfer::exchange_plan", n);
     v.moves = Kokkos::View<std::int32_t*, memory_space>("statexfer::exchange_list", move_rows + n);
+    v.tickets = Kokkos::View<std::int64_t*, memory_space>("statexfer::exchange_tickets", 2);
     const ExecutionSpace exec;
-    // Teams of 128 moving chunks on GPUs (chunk_bytes), a wave of them: the import's apply as many as apply's
-    // compact grid, the export's and the import's sums as many as their launch bounds fit; hosts a team of one
-    // a thread.
+    // Teams of 128 moving chunks on GPUs (chunk_bytes), a wave of as many as their launch bounds fit: the
+    // export's and the import's applies (export_teams_per_sm), the import's sums; hosts a team of one a thread.
     team = host ? 1 : 128;
     decide_team = host ? 1 : 256;
     // The import's decision: a warp a command on GPUs, its lanes splitting the record's checks.
     check_team = host ? 1 : 16;
     check_lanes = host ? 1 : 32;
-    league = static_cast<int>(host ? exec.concurrency()
-                                   : std::max<std::int64_t>(1, exec.concurrency() * compact_league_per_sm / 2048));
-    export_league =
-        host ? league : static_cast<int>(std::max<std::int64_t>(1, exec.concurrency() * export_teams_per_sm / 2048));
-    sum_league = host
-                     ? league
-                     : static_cast<int>(std::max<std::int64_t>(1, exec.concurrency() * import_sum_teams_per_sm / 2048));
+    const auto wave = [&](std::int64_t teams_per_sm) {
+      return static_cast<int>(host ? exec.concurrency()
+                                   : std::max<std::int64_t>(1, exec.concurrency() * teams_per_sm / 2048));
+    };
+    move_league = wave(export_teams_per_sm);
+    sum_league = wave(import_sum_teams_per_sm);
   }
 
   /// Bytes of a payload chunk, a team's unit of work: hosts 64 KiB; GPUs 16 KiB on export
@@ -249,7 +248,7 @@ void PreparedExport<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
   if (!data_) throw std::logic_error("statexfer::PreparedExport::apply: the export was moved from");
   const auto& d = *data_;
   d.require_prepared("PreparedExport", "apply");
-  d.launch("statexfer::export_apply", exec, d.export_league, d.team, 0,
+  d.launch("statexfer::export_apply", exec, d.move_league, d.team, 0,
            impl::ExportApplyFunctor<ExecutionSpace>{d.views});
 }
 
@@ -338,7 +337,8 @@ void PreparedImport<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
   if (!data_) throw std::logic_error("statexfer::PreparedImport::apply: the import was moved from");
   const auto& d = *data_;
   d.require_prepared("PreparedImport", "apply");
-  d.launch("statexfer::import_apply", exec, d.league, d.team, 0, impl::ImportApplyFunctor<ExecutionSpace>{d.views});
+  d.launch("statexfer::import_apply", exec, d.move_league, d.team, 0,
+           impl::ImportApplyFunctor<ExecutionSpace>{d.views});
 }
 
 template <class ExecutionSpace>

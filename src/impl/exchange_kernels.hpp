@@ -3,14 +3,15 @@
 
 // The kernels of prefill/decode moves (docs/CONTRACT.md §17). Export: one team
 // decides every command (a slot's users counted in team scratch) and lists the
-// rows to pack; a grid of teams strides over (listed row, chunk) copying rows
-// into records and summing their checksum words, and its last team writes the
-// headers. Import: a grid sums the checksum words of every live command's
-// records and counts each row's and slot's importers; one team then checks
-// every record's header, slices and checksum, decides the codes and lists the
-// rows to unpack; a grid strides over (listed row, chunk) copying payload into
-// rows. Checksums add up per (command, peer): a team sums its chunk words,
-// carries the sum while its chunks stay in one record and adds it atomically.
+// rows to pack; a grid of teams takes (listed row, chunk) units as they are
+// handed out (unit_tickets.hpp) copying rows into records and summing their
+// checksum words, and its last team writes the headers. Import: a grid sums
+// the checksum words of every live command's records and counts each row's
+// and slot's importers; one team then checks every record's header, slices
+// and checksum, decides the codes and lists the rows to unpack; a grid takes
+// (listed row, chunk) units copying payload into rows. Checksums add up per
+// (command, peer): a team sums its chunk words, carries the sum while its
+// chunks stay in one record and adds it atomically.
 
 #include <Kokkos_Core.hpp>
 
@@ -24,13 +25,9 @@
 #include "flat_apply_kernel.hpp"
 #include "launch_plan.hpp"
 #include "move_list.hpp"
+#include "unit_tickets.hpp"
 
 namespace statexfer::impl {
-
-/// The grids' teams: 128 threads on GPUs, each SM holding the league's 10
-/// (launch_plan.hpp) with the registers to spare; a league past what fits
-/// would leave its last teams waiting for the first to finish every chunk.
-using exchange_grid_bounds = Kokkos::LaunchBounds<128, compact_league_per_sm>;
 
 /// The import's sums: chunks of 16 16-byte words a thread of 128 (32 KiB), all
 /// loaded before any is summed, at 4 teams an SM, whose 128 registers a thread
@@ -40,10 +37,11 @@ using exchange_grid_bounds = Kokkos::LaunchBounds<128, compact_league_per_sm>;
 inline constexpr int import_words_in_flight = 16;
 inline constexpr int import_sum_teams_per_sm = 4;
 
-/// The export's apply: chunks of 8 16-byte words a thread of 128 (16 KiB), all
-/// loaded before any is stored and summed, at 5 teams an SM, whose registers
-/// hold them without a spill (4 KiB chunks at 10 teams an SM were up to 11%
-/// slower on small rows, 1-3% on qwen3.5-9b's: perf_tests/RESULTS.md).
+/// The export's and the import's applies: 8 16-byte words a thread of 128 (16
+/// KiB) loaded before any is stored (and summed), at 5 teams an SM, whose
+/// registers hold them without a spill (4 KiB at 10 teams an SM were up to 11%
+/// slower on the export of small rows, the import's apply 1.5-1.7% slower:
+/// perf_tests/RESULTS.md).
 inline constexpr int export_words_in_flight = 8;
 inline constexpr int export_teams_per_sm = 5;
 
@@ -77,7 +75,8 @@ struct ExchangeViews {
   Kokkos::View<const PeerEntry*, MemorySpace> peers;
   Kokkos::View<const RecordSlice*, MemorySpace> slices;
   Kokkos::View<const ExchangeChunk*, MemorySpace> chunks;
-  Kokkos::View<std::uint64_t*, MemorySpace> sums;  // [C x peers]: checksum words summed so far
+  Kokkos::View<std::uint64_t*, MemorySpace> sums;    // [C x peers]: checksum words summed so far
+  Kokkos::View<std::int64_t*, MemorySpace> tickets;  // the import's sums' and an apply's counters (unit_tickets.hpp)
   Kokkos::View<const std::int64_t*, MemorySpace> memory_capacity;
   std::uint8_t* pool = nullptr;  // the pool backing
   std::int64_t capacity = 0, rows = 0, row_bytes = 0, consumed_offset = 0, key_offset = -1;
@@ -171,13 +170,13 @@ struct ChecksumCarry {
 };
 
 /// Bytes [0, n) from src to dst (zeros where src is null) by the team.
-template <class Member>
+template <int Words = 4, class Member>
 KOKKOS_INLINE_FUNCTION void team_move(const Member& team, std::uint8_t* dst, const std::uint8_t* src, int n) {
   if (team.team_size() < 32) {  // hosts' teams of one: the C library
     if (team.team_rank() == 0) std::memcpy(dst, src, static_cast<std::size_t>(n));
     return;
   }
-  flat_move_widest<4>(dst, src, n, team.team_rank(), team.team_size());
+  flat_move_widest<Words>(dst, src, n, team.team_rank(), team.team_size());
 }
 
 /// GPUs' export of one chunk: `length` bytes from src then `padding` zeros to
@@ -252,11 +251,11 @@ struct ExportValidateFunctor {
       return slot >= 0 && slot < c ? static_cast<int>(slot) : -1;
     };
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
-      if (slot_of(r) >= 0) users[slot_of(r)] = 0;
+      if (const int s = slot_of(r); s >= 0) users[s] = 0;
     });
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
-      if (slot_of(r) >= 0) Kokkos::atomic_fetch_add(&users[slot_of(r)], 1);
+      if (const int s = slot_of(r); s >= 0) Kokkos::atomic_fetch_add(&users[s], 1);
     });
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
@@ -290,25 +289,29 @@ struct ExportApplyFunctor {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(v.moves(move_count)) * chunks;
     ChecksumCarry<member_type, decltype(v.sums)> carry;
-    for (std::int64_t u = team.league_rank(); u < total; u += team.league_size()) {
+    const UnitTickets tickets{&v.tickets(1), total};
+    for (UnitRange units = tickets.first(team); units.begin < units.end;) {
+      const std::int64_t drawn = tickets.ask(team), u = units.begin;
       const std::int64_t k = u / chunks, ci = u - k * chunks;
       const std::int32_t r = v.moves(move_rows + k);
-      if (v.errors(r) != 0) continue;  // refused across the group since validate()
-      const ExchangeChunk ch = v.chunks(ci);
-      const PeerEntry pe = v.peers(ch.peer);
-      const ExchangePlan p = v.plan(r);
-      std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
-      std::uint8_t* dst = record + pe.header_bytes + ch.payload_offset;
-      const std::int64_t at = std::int64_t(r) * v.peer_count + ch.peer,
-                         first = (pe.header_bytes + ch.payload_offset) / 8;
-      if (team.team_size() < 32) {  // hosts' teams of one: the C library, then the words summed
-        team_move(team, dst, p.row + ch.row_offset, ch.length);
-        std::memset(dst + ch.length, 0, static_cast<std::size_t>(ch.padding));
-        carry.add(team, v.sums, at, record, first, (ch.length + ch.padding) / 8);
-      } else {
-        carry.into(team, v.sums, at);
-        carry.sum += team_move_sum(team, dst, p.row + ch.row_offset, ch.length, ch.padding, first);
+      if (v.errors(r) == 0) {  // not refused across the group since validate()
+        const ExchangeChunk ch = v.chunks(ci);
+        const PeerEntry pe = v.peers(ch.peer);
+        const ExchangePlan p = v.plan(r);
+        std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
+        std::uint8_t* dst = record + pe.header_bytes + ch.payload_offset;
+        const std::int64_t at = std::int64_t(r) * v.peer_count + ch.peer,
+                           first = (pe.header_bytes + ch.payload_offset) / 8;
+        if (team.team_size() < 32) {  // hosts' teams of one: the C library, then the words summed
+          team_move(team, dst, p.row + ch.row_offset, ch.length);
+          std::memset(dst + ch.length, 0, static_cast<std::size_t>(ch.padding));
+          carry.add(team, v.sums, at, record, first, (ch.length + ch.padding) / 8);
+        } else {
+          carry.into(team, v.sums, at);
+          carry.sum += team_move_sum(team, dst, p.row + ch.row_offset, ch.length, ch.padding, first);
+        }
       }
+      units = tickets.next(team, drawn);
     }
     carry.flush(team, v.sums);
     if (!last_team(team, &v.moves(apply_done))) return;
@@ -369,15 +372,19 @@ struct ImportSumFunctor {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(live) * chunks;
     ChecksumCarry<member_type, decltype(v.sums)> carry;
-    for (std::int64_t u = team.league_rank(); u < total; u += team.league_size()) {
+    const UnitTickets tickets{&v.tickets(0), total};
+    for (UnitRange units = tickets.first(team); units.begin < units.end;) {
+      const std::int64_t drawn = tickets.ask(team), u = units.begin;
       const std::int64_t r = u / chunks, ci = u - r * chunks;
       const std::int64_t slot = v.source_slots(r);
-      if (v.operation(r) != op_import || slot < 0 || slot >= v.capacity) continue;
-      const ExchangeChunk ch = v.chunks(ci);
-      const PeerEntry pe = v.peers(ch.peer);
-      const std::uint8_t* record = pe.wire + slot * pe.record_bytes;
-      carry.add(team, v.sums, r * v.peer_count + ch.peer, record, (pe.header_bytes + ch.payload_offset) / 8,
-                (ch.length + ch.padding) / 8);
+      if (v.operation(r) == op_import && slot >= 0 && slot < v.capacity) {
+        const ExchangeChunk ch = v.chunks(ci);
+        const PeerEntry pe = v.peers(ch.peer);
+        const std::uint8_t* record = pe.wire + slot * pe.record_bytes;
+        carry.add(team, v.sums, r * v.peer_count + ch.peer, record, (pe.header_bytes + ch.payload_offset) / 8,
+                  (ch.length + ch.padding) / 8);
+      }
+      units = tickets.next(team, drawn);
     }
     carry.flush(team, v.sums);
   }
@@ -463,22 +470,26 @@ struct ImportDecideFunctor {
 /// Import's apply: the listed rows' payload chunks into their rows.
 template <class ExecutionSpace>
 struct ImportApplyFunctor {
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, exchange_grid_bounds>;
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<128, export_teams_per_sm>>;
   using member_type = typename policy_type::member_type;
   ExchangeViews<typename ExecutionSpace::memory_space> v;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(v.moves(move_count)) * chunks;
-    for (std::int64_t u = team.league_rank(); u < total; u += team.league_size()) {
+    const UnitTickets tickets{&v.tickets(1), total};
+    for (UnitRange units = tickets.first(team); units.begin < units.end;) {
+      const std::int64_t drawn = tickets.ask(team), u = units.begin;
       const std::int64_t k = u / chunks, ci = u - k * chunks;
       const std::int32_t r = v.moves(move_rows + k);
-      if (v.errors(r) != 0) continue;  // refused across the group since validate()
-      const ExchangeChunk ch = v.chunks(ci);
-      const PeerEntry pe = v.peers(ch.peer);
-      const ExchangePlan p = v.plan(r);
-      const std::uint8_t* src = pe.wire + p.slot * pe.record_bytes + pe.header_bytes + ch.payload_offset;
-      team_move(team, p.row + ch.row_offset, src, ch.length);
+      if (v.errors(r) == 0) {  // not refused across the group since validate()
+        const ExchangeChunk ch = v.chunks(ci);
+        const PeerEntry pe = v.peers(ch.peer);
+        const ExchangePlan p = v.plan(r);
+        const std::uint8_t* src = pe.wire + p.slot * pe.record_bytes + pe.header_bytes + ch.payload_offset;
+        team_move<export_words_in_flight>(team, p.row + ch.row_offset, src, ch.length);
+      }
+      units = tickets.next(team, drawn);
     }
   }
 };
