@@ -107,13 +107,10 @@ void copy_row(uint4* dst, const uint4* src, std::int64_t n, int sms, int per_sm,
               Stream ? "streaming" : "", us, 2 * bytes / us / 1e3);
 }
 
-// Other ways to hand out a persistent grid's chunks: a flat grid of W words a
-// thread (one chunk a block); a counter each team takes its next chunk from
-// (Order 1); a contiguous range of chunks a team (Order 2).
+// A block's chunk of 128 * W words from `base`: every word loaded before any is stored.
 template <int W>
-__global__ void __launch_bounds__(128)
-    copy_flat_words(uint4* __restrict__ dst, const uint4* __restrict__ src, std::int64_t n) {
-  const std::int64_t base = std::int64_t(blockIdx.x) * 128 * W;
+__device__ __forceinline__ void move_chunk(uint4* __restrict__ dst, const uint4* __restrict__ src, std::int64_t n,
+                                           std::int64_t base) {
   uint4 v[W];
 #pragma unroll
   for (int j = 0; j < W; ++j) {
@@ -125,6 +122,16 @@ __global__ void __launch_bounds__(128)
     const std::int64_t q = base + j * 128 + threadIdx.x;
     if (q < n) dst[q] = v[j];
   }
+}
+
+// Other ways to hand out a persistent grid's chunks: a flat grid of W words a
+// thread (one chunk a block); a counter each team takes its next chunk from
+// (Order 1); a contiguous range of chunks a team (Order 2).
+template <int W>
+__global__ void __launch_bounds__(128)
+    copy_flat_words(uint4* __restrict__ dst, const uint4* __restrict__ src, std::int64_t n) {
+  const std::int64_t base = std::int64_t(blockIdx.x) * 128 * W;
+  move_chunk<W>(dst, src, n, base);
 }
 
 template <int W, int Order>
@@ -144,17 +151,7 @@ __global__ void __launch_bounds__(128) copy_team_order(uint4* __restrict__ dst, 
     }
     if (c >= end) break;
     const std::int64_t base = c * chunk;
-    uint4 v[W];
-#pragma unroll
-    for (int j = 0; j < W; ++j) {
-      const std::int64_t q = base + j * 128 + threadIdx.x;
-      if (q < n) v[j] = src[q];
-    }
-#pragma unroll
-    for (int j = 0; j < W; ++j) {
-      const std::int64_t q = base + j * 128 + threadIdx.x;
-      if (q < n) dst[q] = v[j];
-    }
+    move_chunk<W>(dst, src, n, base);
     if (Order == 2) ++c;
   }
 }
@@ -173,17 +170,7 @@ __global__ void __launch_bounds__(128) copy_team_tickets(uint4* __restrict__ dst
     const std::int64_t ask = threadIdx.x == 0 ? static_cast<std::int64_t>(atomicAdd(counter, 1ull)) : 0;
     for (int g = 0; g < G; ++g) {
       const std::int64_t base = (c * G + g) * chunk;
-      uint4 v[W];
-#pragma unroll
-      for (int j = 0; j < W; ++j) {
-        const std::int64_t q = base + j * 128 + threadIdx.x;
-        if (q < n) v[j] = src[q];
-      }
-#pragma unroll
-      for (int j = 0; j < W; ++j) {
-        const std::int64_t q = base + j * 128 + threadIdx.x;
-        if (q < n) dst[q] = v[j];
-      }
+      move_chunk<W>(dst, src, n, base);
     }
     __syncthreads();
     if (threadIdx.x == 0) drawn = ask;
