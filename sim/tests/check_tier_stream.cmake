@@ -5,8 +5,12 @@
 #      reads) is refused with row_in_use and writes nothing: on hosts the step's
 #      batch runs between the offloads' validate and apply, so the refusal is
 #      certain; every other command applied;
-#   2. its limit: rates probed, the critical path at least the limit, the
-#      efficiency in (0, 1]; its tier stream: launches, moves, time and limit;
+#   2. its limit: rates probed, the limit and the efficiency positive (the
+#      critical path is at least the limit only where the probe ran alone: a
+#      host sharing its cores with other tests can probe below the rate its
+#      steps then get, so that is reported, not asserted; test_sim_tier.cpp
+#      checks the figures' arithmetic); its tier stream: launches, moves, time
+#      and limit;
 #   3. the same workload with the moves in the step's batch (--tier-moves step):
 #      no tier stream, every request done, every command applied;
 #   4. --probe-mib 0: no probe, no limit;
@@ -64,8 +68,11 @@ field(efficiency "${_j}" limit efficiency)
 message(STATUS "limit: critical path ${critical} us per step (p50 ${p50}, p99 ${p99}), limit ${limit} us: "
                "efficiency ${efficiency}")
 expect("the limit covers the steps with commands" steps EQUAL transfer_steps AND steps GREATER 0)
-expect("the limit is positive and at most the critical path" limit GREATER 0 AND limit LESS_EQUAL critical)
-expect("the efficiency is in (0, 1]" efficiency GREATER 0 AND efficiency LESS_EQUAL 1)
+expect("the limit and the efficiency are positive" limit GREATER 0 AND efficiency GREATER 0)
+if(limit GREATER critical)
+  message(STATUS "note: the limit exceeds the critical path (efficiency ${efficiency}): the probe ran slower than "
+                 "the steps, as on a loaded host")
+endif()
 field(launches "${_j}" tier_stream launches)
 field(tier_mean "${_j}" tier_stream time_us_per_launch mean)
 field(tier_limit "${_j}" tier_stream limit_us_per_launch)
@@ -77,8 +84,10 @@ field(step_to_host "${_j}" limit bytes_this_rank device_to_host)
 message(STATUS "tier stream: ${launches} launches, ${tier_mean} us each, limit ${tier_limit} us (${tier_eff})")
 expect("offloads ran on the tier stream, their bytes counted there and not on the critical path"
        launches GREATER 0 AND offloads GREATER 0 AND to_host EQUAL host_bytes AND step_to_host EQUAL 0)
-expect("the tier stream's limit is positive and at most its time"
-       tier_limit GREATER 0 AND tier_limit LESS_EQUAL tier_mean AND tier_eff GREATER 0 AND tier_eff LESS_EQUAL 1)
+expect("the tier stream's limit and efficiency are positive" tier_limit GREATER 0 AND tier_eff GREATER 0)
+if(tier_limit GREATER tier_mean)
+  message(STATUS "note: the tier stream's limit exceeds its time (efficiency ${tier_eff}): a loaded host's probe")
+endif()
 
 # 3. The moves in the step's batch: no tier stream, the moves on the critical path.
 run(step ${_w} --tier-moves step)
