@@ -18,7 +18,6 @@
 
 #include "argument_checks.hpp"
 #include "exchange_kernels.hpp"
-#include "launch_plan.hpp"
 
 namespace statexfer::impl {
 

@@ -23,7 +23,6 @@
 
 #include "exchange_format.hpp"
 #include "flat_apply_kernel.hpp"
-#include "launch_plan.hpp"
 #include "move_list.hpp"
 #include "unit_tickets.hpp"
 
