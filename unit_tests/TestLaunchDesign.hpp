@@ -43,10 +43,20 @@ TEST(TEST_CATEGORY, construction_apply_design) {
     // GPUs name the words a thread moves; hosts move a work item a unit with the C library.
     const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
     EXPECT_EQ(t.launch_plan().compact_words, 4) << "work items under 64 KiB: 8 KiB units";
+    EXPECT_FALSE(t.launch_plan().compact_handed_out) << "a full league strides";
     EXPECT_NE(
         t.launch_summary().find(host ? " compact (1 units an item)" : " compact (1 units an item, 4 words a thread)"),
         std::string::npos)
         << t.launch_summary();
+  }
+  {
+    s.config.options.expert.compact_handout = 1;
+    auto t = s.make();
+    t.prepare(Exec());
+    const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
+    EXPECT_EQ(t.launch_plan().compact_handed_out, !host) << "hosts' teams of one stride";
+    EXPECT_EQ(t.launch_summary().find(", handed out)") != std::string::npos, !host) << t.launch_summary();
+    s.config.options.expert.compact_handout = 0;
   }
   s.config.options.apply = statexfer::ApplyDesign::flat_grid;
   for (const int words : {1, 2, 4}) {
@@ -95,6 +105,8 @@ TEST(TEST_CATEGORY, construction_options_ranges) {
       {"options.expert.apply_tile_bytes", [](auto& o) { o.expert.apply_tile_bytes = 1000; }},
       {"options.expert.apply_teams", [](auto& o) { o.expert.apply_teams = -3; }},
       {"options.expert.compact_words", [](auto& o) { o.expert.compact_words = 3; }},
+      {"options.expert.compact_handout", [](auto& o) { o.expert.compact_handout = 2; }},
+      {"options.expert.compact_handout", [](auto& o) { o.expert.compact_handout = -2; }},
       {"options.expert.validate_rows_per_team", [](auto& o) { o.expert.validate_rows_per_team = 65; }},
       {"options.expert.validate_peers_per_lane", [](auto& o) { o.expert.validate_peers_per_lane = -1; }},
       {"options.expert.validate_chunk", [](auto& o) { o.expert.validate_chunk = 96; }},

@@ -43,6 +43,7 @@ struct Design {
   int apply_teams;        // 0: the default league
   bool small_tiles;       // 1 KiB work items: several a row
   int compact_words = 0;  // the compact grid's 16-byte words a thread on GPUs (0: the default)
+  int handout = 0;        // options.expert.compact_handout
 };
 
 const std::vector<Design>& designs() {
@@ -52,6 +53,9 @@ const std::vector<Design>& designs() {
       {"compact_3_teams", ApplyDesign::compact, FusedDesign::two_launches, 3, true},
       // These rows' work items are under 64 KiB (8 KiB units by default): 4 KiB units too.
       {"compact_2_words", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 2},
+      // Handed out (GPUs): three teams stride over 64 units each at most, then draw tickets.
+      {"compact_handed_out", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 0, 1},
+      {"compact_2_words_handed_out", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 2, 1},
       {"flat_grid", ApplyDesign::flat_grid, FusedDesign::two_launches, 0, true},
       {"teams", ApplyDesign::teams, FusedDesign::two_launches, 0, false},
       {"persistent", ApplyDesign::persistent, FusedDesign::two_launches, 0, false},
@@ -114,6 +118,7 @@ TEST(TEST_CATEGORY, partial_batches_match_the_oracle_at_every_capacity_and_desig
         options.validate_and_apply = d.fused;
         options.expert.apply_teams = d.apply_teams;
         options.expert.compact_words = d.compact_words;
+        options.expert.compact_handout = d.handout;
         if (d.small_tiles) options.expert.apply_tile_bytes = 1024;
         const bool one_call = d.fused != FusedDesign::two_launches;
         const std::string what = std::string(d.name) + "_C" + std::to_string(C) + "_live" + std::to_string(live);
@@ -147,6 +152,7 @@ TEST(TEST_CATEGORY, partial_batches_after_full_ones_leave_nothing_behind) {
       o.options.validate_and_apply = d.fused;
       o.options.expert.apply_teams = d.apply_teams;
       o.options.expert.compact_words = d.compact_words;
+      o.options.expert.compact_handout = d.handout;
       ft::Batch<TEST_EXECSPACE> b(o);
       b.one_call = d.fused != FusedDesign::two_launches;
       const std::string what = std::string(d.name) + " C" + std::to_string(C);

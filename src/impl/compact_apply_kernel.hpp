@@ -2,11 +2,17 @@
 #define STATEXFER_IMPL_COMPACT_APPLY_KERNEL_HPP
 
 // apply() over the compact plan validate() left (move_list.hpp): a fixed
-// league of teams, 10 an SM on GPUs (launch_plan.hpp), strides over the units of the rows
-// that move bytes (a unit: what a team moves at once, 128 threads x `Words`
-// 16-byte words on GPUs, a work item on hosts), and team 0 swaps the remapping
-// commits' state-row entries. A row past num_ops, refused, a remap or an empty
-// slot adds no unit, so a partly filled batch costs what it moves.
+// league of teams, 10 an SM on GPUs (launch_plan.hpp), moves the units of the
+// rows that move bytes (a unit: what a team moves at once, 128 threads x
+// `Words` 16-byte words on GPUs, a work item on hosts), and team 0 swaps the
+// remapping commits' state-row entries. A row past num_ops, refused, a remap
+// or an empty slot adds no unit, so a partly filled batch costs what it moves.
+//
+// On GPUs the teams stride over the units, or (`HandedOut`, the launch plan's
+// compact_handed_out) stride over up to `strided_rounds` units each and past
+// that draw 16 KiB tickets (unit_tickets.hpp): striding teams drift apart over
+// many rounds, and the last ones then hold the launch (rows of megabytes came
+// 6-14% over the copy kernel), while a few rounds striding cost no ask.
 //
 // Units of 4 KiB (two words a thread) for work items of a whole tile, 8 KiB
 // (four) for shorter ones (launch_plan.hpp); fetching the next unit's
@@ -25,6 +31,7 @@
 #include "launch_plan.hpp"
 #include "move_list.hpp"
 #include "row_claims.hpp"
+#include "unit_tickets.hpp"
 
 namespace statexfer::impl {
 
@@ -35,14 +42,20 @@ struct CompactUnit {
   std::int32_t n;
 };
 
-template <class ExecutionSpace, int Words>
+template <class ExecutionSpace, int Words, bool HandedOut = false>
 struct CompactApplyFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
   static constexpr bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
   static constexpr int team_threads = 128;
   static constexpr std::int64_t unit_bytes = team_threads * Words * 16;
-  // Twelve teams an SM fit 40 registers a thread (sixteen, 32, spill).
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<team_threads, compact_teams_per_sm>>;
+  // Units a team strides over before the teams draw tickets of ticket_units units (16 KiB).
+  static constexpr std::int32_t strided_rounds = 64;
+  static constexpr int ticket_units = 8 / Words;
+  // Striding, twelve teams an SM fit 40 registers a thread (sixteen, 32, spill); handed out, the league's ten
+  // fit 48, which the tickets need (at 40 they spill).
+  using policy_type =
+      Kokkos::TeamPolicy<ExecutionSpace,
+                         Kokkos::LaunchBounds<team_threads, HandedOut ? compact_league_per_sm : compact_teams_per_sm>>;
   using member_type = typename policy_type::member_type;
 
   Kokkos::View<const std::int32_t*, memory_space> errors;
@@ -132,11 +145,21 @@ struct CompactApplyFunctor {
                            : (void)std::memcpy(u.dst, u.src, static_cast<std::size_t>(u.n));
       }
     } else {
-      for (std::int32_t v = team.league_rank(); v < total; v += stride) {
+      const auto move = [&](const std::int32_t v) {
         const CompactUnit u = unit(v, total, per_row, t);
         Word16 a[Words];
         load(u, t, a);
         store(u, t, a);
+      };
+      if (!HandedOut || total <= strided_rounds * stride) {
+        for (std::int32_t v = team.league_rank(); v < total; v += stride) move(v);
+      } else {
+        const UnitTickets<std::int32_t, ticket_units> tickets{&moves(apply_tickets), total};
+        for (auto units = tickets.first(team); units.begin < units.end;) {
+          const std::int32_t drawn = tickets.ask(team);
+          for (std::int32_t v = units.begin; v < units.end; ++v) move(v);
+          units = tickets.next(team, drawn);
+        }
       }
     }
     // With row claims, the last team releases them once every team's bytes are written.

@@ -76,14 +76,16 @@ enum PlanFlag : std::int32_t {
 /// the capacity; `live_count` the live rows it looked at (the rows whose row
 /// claims apply() releases, docs/CONTRACT.md §15). `teams_done` counts the
 /// deciding launch's teams that have finished, `apply_done` apply()'s; the last
-/// team of each sets it back to 0.
+/// team of each sets it back to 0. `apply_tickets` is the counter apply()'s
+/// teams draw units from (unit_tickets.hpp).
 enum MoveListEntry : std::int32_t {
   move_count = 0,
   remap_count = 1,
   live_count = 2,
   teams_done = 3,
   apply_done = 4,
-  move_rows = 5
+  apply_tickets = 5,
+  move_rows = 6
 };
 
 /// Device-side constants of a prepared transfer.

@@ -288,8 +288,8 @@ struct ExportApplyFunctor {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(v.moves(move_count)) * chunks;
     ChecksumCarry<member_type, decltype(v.sums)> carry;
-    const UnitTickets tickets{&v.tickets(1), total};
-    for (UnitRange units = tickets.first(team); units.begin < units.end;) {
+    const UnitTickets<std::int64_t> tickets{&v.tickets(1), total};
+    for (auto units = tickets.first(team); units.begin < units.end;) {
       const std::int64_t drawn = tickets.ask(team), u = units.begin;
       const std::int64_t k = u / chunks, ci = u - k * chunks;
       const std::int32_t r = v.moves(move_rows + k);
@@ -371,8 +371,8 @@ struct ImportSumFunctor {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(live) * chunks;
     ChecksumCarry<member_type, decltype(v.sums)> carry;
-    const UnitTickets tickets{&v.tickets(0), total};
-    for (UnitRange units = tickets.first(team); units.begin < units.end;) {
+    const UnitTickets<std::int64_t> tickets{&v.tickets(0), total};
+    for (auto units = tickets.first(team); units.begin < units.end;) {
       const std::int64_t drawn = tickets.ask(team), u = units.begin;
       const std::int64_t r = u / chunks, ci = u - r * chunks;
       const std::int64_t slot = v.source_slots(r);
@@ -476,8 +476,8 @@ struct ImportApplyFunctor {
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(v.moves(move_count)) * chunks;
-    const UnitTickets tickets{&v.tickets(1), total};
-    for (UnitRange units = tickets.first(team); units.begin < units.end;) {
+    const UnitTickets<std::int64_t> tickets{&v.tickets(1), total};
+    for (auto units = tickets.first(team); units.begin < units.end;) {
       const std::int64_t drawn = tickets.ask(team), u = units.begin;
       const std::int64_t k = u / chunks, ci = u - k * chunks;
       const std::int32_t r = v.moves(move_rows + k);

@@ -53,9 +53,10 @@ struct DeviceLimits {
 /// (CompactApplyFunctor::unit_bytes).
 inline constexpr std::int64_t persistent_unit_bytes = 128 * 4 * 16;
 /// The compact grid on GPUs (CompactApplyFunctor): 16-byte words a thread a unit, and its teams of 128
-/// threads an SM, of the 2048 an SM holds (its launch bounds). Work items of a whole tile (rows from
-/// 64 KiB) move fastest in 4 KiB units (two words); shorter ones in 8 KiB units (four), which leave fewer
-/// empty units where items are shorter than the longest (perf_tests/DESIGN-NOTES.md).
+/// threads an SM, of the 2048 an SM holds, when it strides over its units (its launch bounds: 40
+/// registers; handed out, the bounds are the league's ten, 48 registers). Work items of a whole tile
+/// (rows from 64 KiB) move fastest in 4 KiB units (two words); shorter ones in 8 KiB units (four), which
+/// leave fewer empty units where items are shorter than the longest (perf_tests/DESIGN-NOTES.md).
 inline constexpr int compact_teams_per_sm = 12;
 /// Teams the compact grid launches an SM by default, two fewer than fit: a kernel on another stream (the
 /// host tier's offloads) finds room beside it instead of waiting for a team of a league that stops only
@@ -87,6 +88,8 @@ inline void check_options(const TransferOptions& options) {
   if (o.compact_words != 0 && o.compact_words != 2 && o.compact_words != 4)
     reject("options.expert.compact_words must be 0 (the default), 2 or 4, got " + std::to_string(o.compact_words));
   range("apply_teams", o.apply_teams, 1, 1 << 20);
+  if (o.compact_handout < -1 || o.compact_handout > 1)
+    reject("options.expert.compact_handout must be 0 (the default), 1 or -1, got " + std::to_string(o.compact_handout));
   if (o.apply_words != 0 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
     reject("options.expert.apply_words must be 0 (the default), 1, 2 or 4, got " + std::to_string(o.apply_words));
   range("apply_team_size", o.apply_team_size, 1, 1024);
@@ -170,6 +173,18 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   p.compact_teams = std::max<std::int64_t>(
       1, std::min(compact_units,
                   o.apply_teams > 0 ? std::int64_t(o.apply_teams) : std::max<std::int64_t>(1, compact_resident)));
+  // Units handed out (unit_tickets.hpp) where the league is an eighth of the
+  // SMs to one team an SM: a host tier's offload of a qwen3.5-9b row at 16 to
+  // 132 teams came within 0.90 of pinned memcpy (strided: 0.85-0.90), at 4 and
+  // 8 teams below strided. A full league stays strided: handed out, its kernel
+  // takes 48 registers, and an SM then has no room for an offload's team
+  // beside its ten (a device batch beside an offload 1.34-1.50x its time
+  // alone, against 1.03-1.08x); a few rows there cost 0.4 µs more.
+  const std::int64_t sms = d.concurrency / 2048;
+  p.compact_handed_out =
+      !host &&
+      (o.compact_handout == 1 ||
+       (o.compact_handout == 0 && p.compact_teams >= std::max<std::int64_t>(1, sms / 8) && p.compact_teams <= sms));
   // validate_and_apply()'s persistent grid where commits remap (measured: a
   // remapping step moves no bytes, and its one launch saves validate()'s).
   const bool prefer_persistent = !host && s.remapping_commits && persistent_fits;

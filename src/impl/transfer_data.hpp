@@ -150,9 +150,9 @@ struct TransferData {
     return f;
   }
 
-  template <int Words = 4>  // hosts: any (a unit is a work item)
-  CompactApplyFunctor<ExecutionSpace, Words> compact_functor() const {
-    CompactApplyFunctor<ExecutionSpace, Words> f;
+  template <int Words = 4, bool HandedOut = false>  // hosts: any (a unit is a work item)
+  CompactApplyFunctor<ExecutionSpace, Words, HandedOut> compact_functor() const {
+    CompactApplyFunctor<ExecutionSpace, Words, HandedOut> f;
     f.errors = commands.errors;
     f.plan = plan;
     f.items = items;

@@ -105,10 +105,11 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
     if constexpr (std::is_same_v<memory_space, Kokkos::HostSpace>) {
       launch(d.compact_functor());  // hosts: a work item a unit, whatever the GPUs' variant
     } else {
+      const bool handed_out = d.launches.compact_handed_out;
       if (d.launches.compact_words == 4)
-        launch(d.template compact_functor<4>());
+        handed_out ? launch(d.template compact_functor<4, true>()) : launch(d.template compact_functor<4>());
       else
-        launch(d.template compact_functor<2>());
+        handed_out ? launch(d.template compact_functor<2, true>()) : launch(d.template compact_functor<2>());
     }
     return;
   }
@@ -192,7 +193,8 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
       std::to_string(std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128) + " compact (" +
       std::to_string(p.compact_units) + " units an item" +
       (std::is_same_v<memory_space, Kokkos::HostSpace> ? ")"
-                                                       : ", " + std::to_string(p.compact_words) + " words a thread)");
+                                                       : ", " + std::to_string(p.compact_words) + " words a thread" +
+                                                             (p.compact_handed_out ? ", handed out)" : ")"));
   const std::string apply =
       p.apply == ApplyDesign::compact      ? compact
       : p.apply == ApplyDesign::persistent ? persistent

@@ -201,6 +201,19 @@ TEST(pure, launch_plan_every_design_from_options) {
     EXPECT_EQ(p.compact_units, host ? 1 : 8);
     EXPECT_EQ(p.compact_teams, host ? 4 * 16 : 4 * 16 * 8);
     o.expert.compact_words = 0;
+    // Units handed out where the league is an eighth of the SMs (16 of 132) to one team an SM; forced either way.
+    for (const int teams : {8, 15, 16, 66, 132, 133, 0}) {
+      o.expert.apply_teams = teams;
+      EXPECT_EQ(si::choose_launch_plan(shape(64, 1 << 26), d, o).compact_handed_out,
+                !host && teams >= 16 && teams <= 132)
+          << teams << " teams";
+    }
+    o.expert.compact_handout = 1;
+    EXPECT_EQ(si::choose_launch_plan(shape(64, 1 << 26), d, o).compact_handed_out, !host) << "forced";
+    o.expert.apply_teams = 16;
+    o.expert.compact_handout = -1;
+    EXPECT_FALSE(si::choose_launch_plan(shape(64, 1 << 26), d, o).compact_handed_out) << "forced strided";
+    o.expert.compact_handout = 0;
     o.expert.apply_teams = 0;
     o.apply = statexfer::ApplyDesign::persistent;
     o.validate_and_apply = FusedDesign::persistent;
