@@ -48,16 +48,25 @@ struct UnitTickets {
   }
   /// Ticket j's units (an empty range past the last).
   KOKKOS_INLINE_FUNCTION Range units(Index j, Index league) const {
-    const Index g = grouped(league);
-    const Index begin = j < g ? j * Group : g * Group + (j - g);
-    const Index end = j < g ? begin + Group : begin + 1;
-    return {begin < total ? begin : total, end < total ? end : total};
+    if constexpr (Group == 1) {
+      return {j < total ? j : total, j < total ? j + 1 : total};
+    } else {
+      const Index g = grouped(league);
+      const Index begin = j < g ? j * Group : g * Group + (j - g);
+      const Index end = j < g ? begin + Group : begin + 1;
+      return {begin < total ? begin : total, end < total ? end : total};
+    }
   }
 
   /// The calling team's first units (an empty range: none).
   template <class Member>
   KOKKOS_INLINE_FUNCTION Range first(const Member& team) const {
-    return units(Index(team.league_rank()), Index(team.league_size()));
+    if constexpr (Group == 1) {
+      const Index u = team.league_rank() < total ? Index(team.league_rank()) : total;
+      return {u, u < total ? u + 1 : u};
+    } else {
+      return units(Index(team.league_rank()), Index(team.league_size()));
+    }
   }
   /// The team's ask for what it moves next, on its thread 0; pass it to next() once it moved what it holds.
   template <class Member>
