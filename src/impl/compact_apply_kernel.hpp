@@ -11,8 +11,8 @@
 // On GPUs the teams stride over the units, or (`HandedOut`, the launch plan's
 // compact_handed_out) stride over up to `strided_rounds` units each and past
 // that draw 16 KiB tickets (unit_tickets.hpp): striding teams drift apart over
-// many rounds, and the last ones then hold the launch (rows of megabytes came
-// 6-14% over the copy kernel), while a few rounds striding cost no ask.
+// many rounds, and the last ones then hold the launch, while a few rounds
+// striding cost no ask.
 //
 // Units of 4 KiB (two words a thread) for work items of a whole tile, 8 KiB
 // (four) for shorter ones (launch_plan.hpp); fetching the next unit's

@@ -174,12 +174,10 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
       1, std::min(compact_units,
                   o.apply_teams > 0 ? std::int64_t(o.apply_teams) : std::max<std::int64_t>(1, compact_resident)));
   // Units handed out (unit_tickets.hpp) where the league is an eighth of the
-  // SMs to one team an SM: a host tier's offload of a qwen3.5-9b row at 16 to
-  // 132 teams came within 0.90 of pinned memcpy (strided: 0.85-0.90), at 4 and
-  // 8 teams below strided. A full league stays strided: handed out, its kernel
-  // takes 48 registers, and an SM then has no room for an offload's team
-  // beside its ten (a device batch beside an offload 1.34-1.50x its time
-  // alone, against 1.03-1.08x); a few rows there cost 0.4 µs more.
+  // SMs to one team an SM, where a host tier's offloads moved faster so; with
+  // fewer teams striding was faster. A full league strides: handed out, its
+  // kernel takes 48 registers, and an SM holding its ten then has no room for
+  // an offload's team (perf_tests/RESULTS.md, DESIGN-NOTES.md).
   const std::int64_t sms = d.concurrency / 2048;
   p.compact_handed_out =
       !host &&

@@ -48,6 +48,8 @@ struct UnitTickets {
   }
   /// Ticket j's units (an empty range past the last).
   KOKKOS_INLINE_FUNCTION Range units(Index j, Index league) const {
+    // Group 1 (here and in first()): the general expressions' values, written as the exchange's kernels were
+    // measured with them (the general ones change their compiled code).
     if constexpr (Group == 1) {
       return {j < total ? j : total, j < total ? j + 1 : total};
     } else {
