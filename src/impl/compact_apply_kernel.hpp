@@ -2,17 +2,17 @@
 #define STATEXFER_IMPL_COMPACT_APPLY_KERNEL_HPP
 
 // apply() over the compact plan validate() left (move_list.hpp): a fixed
-// league of teams, 10 an SM on GPUs (launch_plan.hpp), moves the units of the
+// league of teams, 10 an SM on GPUs (9 handed out; launch_plan.hpp), moves the units of the
 // rows that move bytes (a unit: what a team moves at once, 128 threads x
 // `Words` 16-byte words on GPUs, a work item on hosts), and team 0 swaps the
 // remapping commits' state-row entries. A row past num_ops, refused, a remap
 // or an empty slot adds no unit, so a partly filled batch costs what it moves.
 //
 // On GPUs the teams stride over the units, or (`HandedOut`, the launch plan's
-// compact_handed_out) stride over up to `strided_rounds` units each and past
-// that draw 16 KiB tickets (unit_tickets.hpp): striding teams drift apart over
-// many rounds, and the last ones then hold the launch, while a few rounds
-// striding cost no ask.
+// compact_handed_out) stride where the batch holds at most `strided_rounds`
+// units a team and else draw 16 KiB tickets (unit_tickets.hpp): striding
+// teams drift apart over many rounds, and the last ones then hold the launch,
+// while a few rounds striding cost no ask.
 //
 // Units of 4 KiB (two words a thread) for work items of a whole tile, 8 KiB
 // (four) for shorter ones (launch_plan.hpp); fetching the next unit's
@@ -49,10 +49,10 @@ struct CompactApplyFunctor {
   static constexpr int team_threads = 128;
   static constexpr std::int64_t unit_bytes = team_threads * Words * 16;
   // Units a team strides over before the teams draw tickets of ticket_units units (16 KiB).
-  static constexpr std::int32_t strided_rounds = 64;
+  static constexpr std::int32_t strided_rounds = compact_strided_rounds;
   static constexpr int ticket_units = 8 / Words;
-  // Striding, twelve teams an SM fit 40 registers a thread (sixteen, 32, spill); handed out, the league's ten
-  // fit 48, which the tickets need (at 40 they spill).
+  // Striding, twelve teams an SM fit 40 registers a thread (sixteen, 32, spill); handed out, bounds of ten
+  // fit 48, which the tickets need (at 40 they spill), and the league of nine leaves an offload's team room.
   using policy_type =
       Kokkos::TeamPolicy<ExecutionSpace,
                          Kokkos::LaunchBounds<team_threads, HandedOut ? compact_league_per_sm : compact_teams_per_sm>>;

@@ -63,6 +63,10 @@ inline constexpr int compact_teams_per_sm = 12;
 /// when its units are done, and large rows moved faster at 10 than at 8, 11 or 12 on the H200
 /// (perf_tests/DESIGN-NOTES.md). Prefill/decode's export and import grids take the same.
 inline constexpr int compact_league_per_sm = 10;
+/// The default league handed out (48 registers a thread): nine teams an SM leave room for an offload's team.
+inline constexpr int compact_handed_out_league_per_sm = 9;
+/// Units a team of the compact grid strides over at most: past that, handed out, the teams draw tickets.
+inline constexpr std::int32_t compact_strided_rounds = 64;
 inline int default_compact_words(std::int64_t longest_item) { return longest_item >= 64 * 1024 ? 2 : 4; }
 
 /// Defaults of TransferOptions that the constructor needs before prepare().
@@ -169,20 +173,27 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const std::int64_t compact_units = p.work_items * p.compact_units;
   // Its unit indices are int32, a unit plus the league (at most 2^20 teams) too.
   const bool compact_fits = compact_units <= std::numeric_limits<std::int32_t>::max() - (std::int64_t(1) << 20);
-  const std::int64_t compact_resident = host ? d.concurrency : d.concurrency * compact_league_per_sm / 2048;
-  p.compact_teams = std::max<std::int64_t>(
-      1, std::min(compact_units,
-                  o.apply_teams > 0 ? std::int64_t(o.apply_teams) : std::max<std::int64_t>(1, compact_resident)));
-  // Units handed out (unit_tickets.hpp) where the league is an eighth of the
-  // SMs to one team an SM, where a host tier's offloads moved faster so; with
-  // fewer teams striding was faster. A full league strides: handed out, its
-  // kernel takes 48 registers, and an SM holding its ten then has no room for
-  // an offload's team (perf_tests/RESULTS.md, DESIGN-NOTES.md).
+  const auto league = [&](int per_sm) {
+    const std::int64_t resident = host ? d.concurrency : d.concurrency * per_sm / 2048;
+    return std::max<std::int64_t>(1, std::min(compact_units, o.apply_teams > 0 ? std::int64_t(o.apply_teams)
+                                                                               : std::max<std::int64_t>(1, resident)));
+  };
+  p.compact_teams = league(compact_league_per_sm);
+  // Units handed out (unit_tickets.hpp) where tickets can be drawn at all (the
+  // capacity's units exceed 64 a team; else striding, without the tickets'
+  // code, whose presence costs a few rows) and either the league is a host
+  // tier's (an eighth of the SMs to one team an SM: offloads moved faster so)
+  // or the batch may hold more than 64 commands: there every full batch
+  // measured moved faster handed out, while at 64 and fewer the models'
+  // batches of a few rows moved slower (perf_tests/RESULTS.md). Handed out,
+  // the default league is nine teams an SM: at the kernel's 48 registers an
+  // SM then keeps room for an offload's team.
   const std::int64_t sms = d.concurrency / 2048;
-  p.compact_handed_out =
-      !host &&
-      (o.compact_handout == 1 ||
-       (o.compact_handout == 0 && p.compact_teams >= std::max<std::int64_t>(1, sms / 8) && p.compact_teams <= sms));
+  const bool tickets_drawn = compact_units > compact_strided_rounds * p.compact_teams;
+  const bool tier_league = p.compact_teams >= std::max<std::int64_t>(1, sms / 8) && p.compact_teams <= sms;
+  p.compact_handed_out = !host && (o.compact_handout == 1 ||
+                                   (o.compact_handout == 0 && tickets_drawn && (tier_league || c > max_capacity)));
+  if (p.compact_handed_out) p.compact_teams = league(compact_handed_out_league_per_sm);
   // validate_and_apply()'s persistent grid where commits remap (measured: a
   // remapping step moves no bytes, and its one launch saves validate()'s).
   const bool prefer_persistent = !host && s.remapping_commits && persistent_fits;

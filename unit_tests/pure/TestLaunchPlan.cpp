@@ -201,20 +201,34 @@ TEST(pure, launch_plan_every_design_from_options) {
     EXPECT_EQ(p.compact_units, host ? 1 : 8);
     EXPECT_EQ(p.compact_teams, host ? 4 * 16 : 4 * 16 * 8);
     o.expert.compact_words = 0;
-    // Units handed out where the league is an eighth of the SMs (16 of 132) to one team an SM; forced either way.
+    // Units handed out up to 64 commands where the league is an eighth of the SMs (16 of 132) to one team an
+    // SM, above 64 at any league; in both only where the capacity's units exceed 64 a team; forced either way.
     for (const int teams : {8, 15, 16, 66, 132, 133, 0}) {
       o.expert.apply_teams = teams;
-      EXPECT_EQ(si::choose_launch_plan(shape(64, 1 << 26), d, o).compact_handed_out,
-                !host && teams >= 16 && teams <= 132)
-          << teams << " teams";
+      p = si::choose_launch_plan(shape(64, 1 << 26), d, o);
+      EXPECT_EQ(p.compact_handed_out, !host && teams >= 16 && teams <= 132) << teams << " teams";
+      EXPECT_EQ(p.compact_teams, teams > 0 ? teams : host ? 2 : 10 * 132) << teams << " teams";
+      p = si::choose_launch_plan(shape(128, 1 << 23), d, o);  // 128 x 2048 units
+      EXPECT_EQ(p.compact_handed_out, !host) << teams << " teams, C = 128";
+      EXPECT_EQ(p.compact_teams, teams > 0 ? teams : host ? 2 : 9 * 132) << "handed out: nine teams an SM";
     }
+    o.expert.apply_teams = 16;
+    EXPECT_FALSE(si::choose_launch_plan(shape(1, 1 << 20), d, o).compact_handed_out) << "256 units: 16 a team";
+    o.expert.apply_teams = 0;
+    EXPECT_FALSE(si::choose_launch_plan(shape(128, 1 << 20), d, o).compact_handed_out) << "32768 units: 25 a team";
     o.expert.compact_handout = 1;
-    EXPECT_EQ(si::choose_launch_plan(shape(64, 1 << 26), d, o).compact_handed_out, !host) << "forced";
+    p = si::choose_launch_plan(shape(64, 1 << 26), d, o);
+    EXPECT_EQ(p.compact_handed_out, !host) << "forced";
+    EXPECT_EQ(p.compact_teams, host ? 2 : 9 * 132);
+    EXPECT_EQ(si::choose_launch_plan(shape(1, 1 << 16), d, o).compact_handed_out, !host) << "forced";
     o.expert.apply_teams = 16;
     o.expert.compact_handout = -1;
     EXPECT_FALSE(si::choose_launch_plan(shape(64, 1 << 26), d, o).compact_handed_out) << "forced strided";
-    o.expert.compact_handout = 0;
     o.expert.apply_teams = 0;
+    p = si::choose_launch_plan(shape(128, 1 << 23), d, o);
+    EXPECT_FALSE(p.compact_handed_out) << "forced strided";
+    EXPECT_EQ(p.compact_teams, host ? 2 : 10 * 132);
+    o.expert.compact_handout = 0;
     o.apply = statexfer::ApplyDesign::persistent;
     o.validate_and_apply = FusedDesign::persistent;
     EXPECT_EQ(si::choose_launch_plan(shape(64, 1 << 20), d, o).validate_and_apply, FusedDesign::persistent);
