@@ -51,8 +51,9 @@ struct ExpertOptions {
   /// longest work item is 64 KiB or more, else 4 (8 KiB units).
   int compact_words = 0;
   /// apply()'s compact grid on GPUs: 1 hands its units out to the teams as they ask (in 16 KiB tickets, above
-  /// 64 units a team), -1 strides over them; 0: handed out where the league is an eighth of the SMs to one
-  /// team an SM (a host tier's offloads beside a device batch), else strided.
+  /// 64 units a team; the default league then nine teams an SM, not ten), -1 strides over them; 0: handed out
+  /// where the capacity's units exceed 64 a team and either the league is an eighth of the SMs to one team an
+  /// SM (a host tier's offloads beside a device batch) or the capacity is above 64, else strided.
   int compact_handout = 0;
   /// apply()'s flat grid: 16-byte words a thread (1, 2 or 4); 0: 2.
   int apply_words = 0;
