@@ -43,7 +43,7 @@ TEST(TEST_CATEGORY, construction_apply_design) {
     // GPUs name the words a thread moves; hosts move a work item a unit with the C library.
     const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
     EXPECT_EQ(t.launch_plan().compact_words, 4) << "work items under 64 KiB: 8 KiB units";
-    EXPECT_FALSE(t.launch_plan().compact_handed_out) << "a full league strides";
+    EXPECT_FALSE(t.launch_plan().compact_handed_out) << "small rows: no team would hold 64 units";
     EXPECT_NE(
         t.launch_summary().find(host ? " compact (1 units an item)" : " compact (1 units an item, 4 words a thread)"),
         std::string::npos)

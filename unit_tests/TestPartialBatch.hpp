@@ -53,7 +53,7 @@ const std::vector<Design>& designs() {
       {"compact_3_teams", ApplyDesign::compact, FusedDesign::two_launches, 3, true},
       // These rows' work items are under 64 KiB (8 KiB units by default): 4 KiB units too.
       {"compact_2_words", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 2},
-      // Handed out (GPUs): three teams stride over 64 units each at most, then draw tickets.
+      // Handed out (GPUs): three teams stride over a batch of at most 64 units each, else draw tickets.
       {"compact_handed_out", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 0, 1},
       {"compact_2_words_handed_out", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 2, 1},
       {"flat_grid", ApplyDesign::flat_grid, FusedDesign::two_launches, 0, true},

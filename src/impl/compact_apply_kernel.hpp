@@ -9,8 +9,8 @@
 // or an empty slot adds no unit, so a partly filled batch costs what it moves.
 //
 // On GPUs the teams stride over the units, or (`HandedOut`, the launch plan's
-// compact_handed_out) stride where the batch holds at most `strided_rounds`
-// units a team and else draw 16 KiB tickets (unit_tickets.hpp): striding
+// compact_handed_out) stride where the batch holds at most
+// `compact_strided_rounds` units a team and else draw 16 KiB tickets (unit_tickets.hpp): striding
 // teams drift apart over many rounds, and the last ones then hold the launch,
 // while a few rounds striding cost no ask.
 //
@@ -48,8 +48,7 @@ struct CompactApplyFunctor {
   static constexpr bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
   static constexpr int team_threads = 128;
   static constexpr std::int64_t unit_bytes = team_threads * Words * 16;
-  // Units a team strides over before the teams draw tickets of ticket_units units (16 KiB).
-  static constexpr std::int32_t strided_rounds = compact_strided_rounds;
+  // Units a ticket holds: 16 KiB.
   static constexpr int ticket_units = 8 / Words;
   // Striding, twelve teams an SM fit 40 registers a thread (sixteen, 32, spill); handed out, bounds of ten
   // fit 48, which the tickets need (at 40 they spill), and the league of nine leaves an offload's team room.
@@ -151,7 +150,7 @@ struct CompactApplyFunctor {
         load(u, t, a);
         store(u, t, a);
       };
-      if (!HandedOut || total <= strided_rounds * stride) {
+      if (!HandedOut || total <= compact_strided_rounds * stride) {
         for (std::int32_t v = team.league_rank(); v < total; v += stride) move(v);
       } else {
         const UnitTickets<std::int32_t, ticket_units> tickets{&moves(apply_tickets), total};

@@ -54,7 +54,7 @@ struct DeviceLimits {
 inline constexpr std::int64_t persistent_unit_bytes = 128 * 4 * 16;
 /// The compact grid on GPUs (CompactApplyFunctor): 16-byte words a thread a unit, and its teams of 128
 /// threads an SM, of the 2048 an SM holds, when it strides over its units (its launch bounds: 40
-/// registers; handed out, the bounds are the league's ten, 48 registers). Work items of a whole tile
+/// registers; handed out, bounds of ten teams an SM, 48 registers). Work items of a whole tile
 /// (rows from 64 KiB) move fastest in 4 KiB units (two words); shorter ones in 8 KiB units (four), which
 /// leave fewer empty units where items are shorter than the longest (perf_tests/DESIGN-NOTES.md).
 inline constexpr int compact_teams_per_sm = 12;
