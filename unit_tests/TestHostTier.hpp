@@ -328,11 +328,12 @@ TEST(TEST_CATEGORY, host_tier_construction_errors) {
 
 // With a host tier bound, validate() and apply() still launch only kernels:
 // no allocation, fence or copy (they are captured in CUDA graphs), one launch
-// each up to 64 commands, three for validate() above.
+// each, three for validate() where it sorts (ToolCounts::default_validate_launches).
 TEST(TEST_CATEGORY, host_tier_launches_without_allocation) {
   using namespace host_tier;
   using ft::ToolCounts;
-  for (const std::int64_t C : {16, 128}) {
+  const bool device = !std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
+  for (const std::int64_t C : {16, 128, 512}) {
     SCOPED_TRACE("capacity " + std::to_string(C));
     ft::TierOptions o;
     o.capacity = C;
@@ -350,7 +351,7 @@ TEST(TEST_CATEGORY, host_tier_launches_without_allocation) {
       rig.transfer->apply(exec);
     });
     exec.fence();
-    EXPECT_EQ(validate_launches, C <= 64 ? 1 : 3);
+    EXPECT_EQ(validate_launches, ft::default_validate_launches(C, device));
     EXPECT_EQ(ToolCounts::parallel_for, validate_launches + 1);
     ToolCounts::expect_capturable();
     ToolCounts::count([&] { rig.transfer->validate_and_apply(exec); });

@@ -497,13 +497,15 @@ TEST(TEST_CATEGORY, large_batch_reused_transfer) {
   }
 }
 
-// validate() is one launch up to 64 commands and three at capacity 4096 (keys,
-// sort and look up, decide), apply() one; none of them allocates, fences or
-// copies (they are captured in CUDA graphs). The counts are exact on every
-// Kokkos version: zero launches would fail too.
+// validate() is one launch where it compares every pair of rows (up to 64
+// commands; 256 on GPUs) and three where it sorts (keys, sort and look up,
+// decide), apply() one; none of them allocates, fences or copies (they are
+// captured in CUDA graphs). The counts are exact on every Kokkos version: zero
+// launches would fail too.
 TEST(TEST_CATEGORY, large_batch_validate_is_three_launches_without_allocation) {
   using namespace large_batch;
-  for (const std::int64_t C : {64, 4096}) {
+  const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
+  for (const std::int64_t C : {64, 256, 4096}) {
     SCOPED_TRACE("capacity " + std::to_string(C));
     Rng rng(0x0e1a0ULL + static_cast<std::uint64_t>(C));
     Shape shape{};
@@ -519,10 +521,45 @@ TEST(TEST_CATEGORY, large_batch_validate_is_three_launches_without_allocation) {
       bound.transfer->apply(exec);
     });
     exec.fence();
-    EXPECT_EQ(validate_launches, C <= 64 ? 1 : 3);
+    EXPECT_EQ(validate_launches, ft::default_validate_launches(C, device));
+    EXPECT_EQ(bound.transfer->launch_plan().sorted_validation, validate_launches == 3);
     EXPECT_EQ(ToolCounts::parallel_for, validate_launches + 1);
     ToolCounts::expect_capturable();
   }
+}
+
+// Both validations above 64 commands, chosen by options.expert.validate_pairs_capacity
+// on every backend: the pair compares' one launch (512) and the sorted
+// validation's three (64) give the reference's codes and bytes for every
+// scenario at C = 128, 256 and 512, one transfer reused across the batches.
+TEST(TEST_CATEGORY, large_batch_validate_designs_match_reference) {
+  using namespace large_batch;
+  for (const int pairs : {64, 512})
+    for (const std::int64_t C : {128, 256, 512}) {
+      SCOPED_TRACE("capacity " + std::to_string(C) + ", validate_pairs_capacity " + std::to_string(pairs));
+      Rng rng(0x9a125000ULL + static_cast<std::uint64_t>(C) * 7 + static_cast<std::uint64_t>(pairs));
+      Shape shape{};
+      Case c = make_config(rng, C, /*trailing=*/C != 256, 1, &shape);
+      statexfer::TransferOptions options;
+      options.expert.validate_pairs_capacity = pairs;
+      Bound bound(c, options);
+      EXPECT_EQ(bound.transfer->launch_plan().sorted_validation, C > pairs);
+      for (Scenario scenario : all_scenarios) {
+        if (scenario == Scenario::one_trailing_page && !shape.trailing) continue;
+        fill_batch(rng, shape, c, scenario);
+        const ft::CaseOutputs expected = statexfer::test::reference_run(c);
+        const ft::CaseOutputs actual = bound.run(c);
+        const ft::Comparison cmp = ft::compare_outputs(actual, expected);
+        EXPECT_TRUE(cmp.identical()) << name(scenario) << ": " << ft::describe(cmp);
+        if (!cmp.identical()) break;
+        c.arrays["backing"] = *expected.backing;
+        for (const auto& [n, cache] : expected.caches) c.arrays["cache_" + n] = cache;
+      }
+      const TEST_EXECSPACE& exec = bound.transfer->execution_space_instance();
+      ToolCounts::count([&] { bound.transfer->validate(exec); });
+      exec.fence();
+      EXPECT_EQ(ToolCounts::parallel_for, C > pairs ? 3 : 1);
+    }
 }
 
 // validate_and_apply() neither allocates nor fences either: one launch on GPUs up

@@ -107,6 +107,9 @@ TEST(TEST_CATEGORY, construction_options_ranges) {
       {"options.expert.compact_words", [](auto& o) { o.expert.compact_words = 3; }},
       {"options.expert.compact_handout", [](auto& o) { o.expert.compact_handout = 2; }},
       {"options.expert.compact_handout", [](auto& o) { o.expert.compact_handout = -2; }},
+      {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 32; }},
+      {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 100; }},
+      {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 1024; }},
       {"options.expert.validate_rows_per_team", [](auto& o) { o.expert.validate_rows_per_team = 65; }},
       {"options.expert.validate_peers_per_lane", [](auto& o) { o.expert.validate_peers_per_lane = -1; }},
       {"options.expert.validate_chunk", [](auto& o) { o.expert.validate_chunk = 96; }},
@@ -172,7 +175,7 @@ TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
   auto t = large.make();
   t.prepare(Exec());
   EXPECT_EQ(t.launch_plan().validate_and_apply, FusedDesign::two_launches) << "no one launch above 64 commands";
-  EXPECT_TRUE(t.launch_plan().sorted_validation);
+  EXPECT_EQ(t.launch_plan().sorted_validation, host) << "128 commands: the pair compares on GPUs, sorted on hosts";
 }
 
 // validate()'s teams at C <= 64: one team on hosts and up to 32 commands on

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/batch_fixture.hpp"
@@ -423,12 +424,13 @@ TEST(TEST_CATEGORY, speculative_construction_errors) {
 }
 
 // With commits and keys, validate() and apply() still launch only kernels: no
-// allocation, fence or copy, one launch each up to 64 commands, three for
-// validate() above.
+// allocation, fence or copy, one launch each, three for validate() where it
+// sorts (ToolCounts::default_validate_launches).
 TEST(TEST_CATEGORY, speculative_launches_without_allocation) {
   using namespace speculative;
   using ft::ToolCounts;
-  for (const std::int64_t C : {16, 128}) {
+  const bool device = !std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
+  for (const std::int64_t C : {16, 128, 512}) {
     for (const CommitMove move : {CommitMove::remap, CommitMove::copy}) {
       SCOPED_TRACE("capacity " + std::to_string(C));
       ft::TierOptions o;
@@ -450,7 +452,7 @@ TEST(TEST_CATEGORY, speculative_launches_without_allocation) {
         rig.transfer->apply(exec);
       });
       exec.fence();
-      EXPECT_EQ(validate_launches, C <= 64 ? 1 : 3);
+      EXPECT_EQ(validate_launches, ft::default_validate_launches(C, device));
       EXPECT_EQ(ToolCounts::parallel_for, validate_launches + 1);
       ToolCounts::expect_capturable();
       ToolCounts::count([&] { rig.transfer->validate_and_apply(exec); });

@@ -16,8 +16,8 @@ namespace statexfer {
 /// The launches prepare() chose (unstable).
 struct LaunchPlan {
   // validate()
-  bool sorted_validation = false;  ///< above 64 commands: keys, sort and look up, decide (three launches)
-  int validate_league = 0;         ///< teams (one kernel up to 64 commands)
+  bool sorted_validation = false;  ///< keys, sort and look up, decide (three launches), else the pair compares
+  int validate_league = 0;         ///< teams (the pair compares' one launch)
   int validate_team_size = 0;      ///< threads a team (sorted: of the sort and look-up launch)
   int validate_vector_length = 0;  ///< vector lanes a thread
   int validate_rows_per_team = 0;  ///< rows a team decides

@@ -63,11 +63,14 @@ struct ExpertOptions {
   std::int64_t apply_tile_bytes = 0;
   /// apply()'s teams never use Hopper's bulk copies (by default they do where the device has them).
   bool no_bulk_copies = false;
-  /// validate() up to 64 commands on GPUs: rows each team decides (1 to 64); 0: 8 above 32 commands, else all.
+  /// The largest capacity validate() decides in one launch comparing every pair of rows (64, 128, 256 or 512);
+  /// above it, the sorted validation's three launches (docs/CONTRACT.md §8). 0: 256 on GPUs, 64 on hosts.
+  int validate_pairs_capacity = 0;
+  /// validate()'s pair compares on GPUs: rows each team decides (1 to 64); 0: 8 above 32 commands, else all.
   int validate_rows_per_team = 0;
   /// The most peers a vector lane of validate() scans (1 to 64); 0: 4 with several teams, 8 in one.
   int validate_peers_per_lane = 0;
-  /// The sorted validation above 64 commands: keys per sort chunk (a power of two, 64 to 4096); 0: 1024.
+  /// The sorted validation: keys per sort chunk (a power of two, 64 to 4096); 0: 1024.
   int validate_chunk = 0;
   /// The sorted validation: look-up teams per chunk (1 to 64); 0: 4.
   int validate_groups = 0;

@@ -69,6 +69,16 @@ inline constexpr int compact_handed_out_league_per_sm = 9;
 inline constexpr std::int32_t compact_strided_rounds = 64;
 inline int default_compact_words(std::int64_t longest_item) { return longest_item >= 64 * 1024 ? 2 : 4; }
 
+/// The largest capacity validate() compares every pair of rows at by default:
+/// on GPUs the pair compares' one launch (its teams on many SMs) decided 128
+/// and 256 commands faster than the sorted validation's three
+/// (perf_tests/RESULTS.md); hosts' teams of one thread scan every peer alone.
+inline std::int64_t pairs_capacity(const ExpertOptions& o, bool host) {
+  return o.validate_pairs_capacity > 0 ? o.validate_pairs_capacity : host ? max_capacity : 256;
+}
+/// Whether validate() at capacity c takes the sorted validation (docs/CONTRACT.md §8).
+inline bool sorts_validation(std::int64_t c, const ExpertOptions& o, bool host) { return c > pairs_capacity(o, host); }
+
 /// Defaults of TransferOptions that the constructor needs before prepare().
 inline constexpr std::int64_t default_tile_bytes = 64 * 1024;
 inline constexpr int default_sort_chunk = 1024;
@@ -100,6 +110,10 @@ inline void check_options(const TransferOptions& options) {
   range("apply_tile_bytes", o.apply_tile_bytes, 256, std::int64_t(1) << 30, ", a multiple of 16");
   if (o.apply_tile_bytes % 16 != 0)
     reject("options.expert.apply_tile_bytes must be a multiple of 16, got " + std::to_string(o.apply_tile_bytes));
+  const int pairs = o.validate_pairs_capacity;
+  if (pairs != 0 && pairs != 64 && pairs != 128 && pairs != 256 && pairs != 512)
+    reject("options.expert.validate_pairs_capacity must be 0 (the default), 64, 128, 256 or 512, got " +
+           std::to_string(pairs));
   range("validate_rows_per_team", o.validate_rows_per_team, 1, 64);
   range("validate_peers_per_lane", o.validate_peers_per_lane, 1, 64);
   range("validate_chunk", o.validate_chunk, 64, 4096, ", a power of two");
@@ -141,7 +155,7 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   LaunchPlan p;
   const bool host = d.host;
   const std::int64_t c = s.capacity;
-  p.sorted_validation = c > max_capacity;
+  p.sorted_validation = sorts_validation(c, o, host);
   p.work_items = c * s.work_items;
   // apply()
   p.bulk_copies = !host && d.bulk && !o.no_bulk_copies;
@@ -235,15 +249,16 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const std::int64_t flat_blocks = p.work_items * ((s.longest_item + 128 * d.fused_flat_words * 16 - 1) /
                                                    (128 * std::int64_t(d.fused_flat_words) * 16));
   const bool flat_fits = c == 1 || (c <= 8 && flat_blocks <= 2 * (d.concurrency / 2 / 128));
-  const FusedDesign automatic = host || p.sorted_validation ? FusedDesign::two_launches
-                                : prefer_persistent         ? FusedDesign::persistent
-                                : d.kokkos4 && flat_fits    ? FusedDesign::flat_grid
-                                                            : FusedDesign::teams;
+  const bool large = c > max_capacity;  // one launch never decides more than 64 commands
+  const FusedDesign automatic = host || large            ? FusedDesign::two_launches
+                                : prefer_persistent      ? FusedDesign::persistent
+                                : d.kokkos4 && flat_fits ? FusedDesign::flat_grid
+                                                         : FusedDesign::teams;
   const bool chosen = options.validate_and_apply != FusedDesign::automatic;
   const FusedDesign design = chosen ? options.validate_and_apply : automatic;
   p.validate_and_apply = FusedDesign::two_launches;
   // One launch decides a row in each of its blocks: no block could claim its rows for the others.
-  if (p.sorted_validation || s.claims) return p;
+  if (large || s.claims) return p;
   if (design == FusedDesign::persistent) {
     if (persistent_fits) p.validate_and_apply = FusedDesign::persistent;
   } else if (design == FusedDesign::teams) {

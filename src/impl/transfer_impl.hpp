@@ -295,7 +295,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   if (!d.claims.empty())
     d.claimed =
         Kokkos::View<std::int64_t*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::claimed"), 2 * cu);
-  if (impl::SortedValidation<ExecutionSpace>::applies(c)) {
+  if (impl::sorts_validation(c, config.options.expert, std::is_same_v<memory_space, Kokkos::HostSpace>)) {
     const auto& o = config.options.expert;
     d.sorted.allocate(
         d.shape, o.validate_chunk > 0 ? o.validate_chunk : impl::SortedValidation<ExecutionSpace>::default_chunk,
@@ -363,7 +363,7 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
         typename persistent_functor::policy_type(exec, 1, 1)
             .set_scratch_size(0, Kokkos::PerTeam(persistent_functor::scratch_bytes(d.shape.capacity)))
             .team_size_max(d.template persistent_functor<impl::feature_every>(true), Kokkos::ParallelForTag());
-  if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity)) {
+  if (impl::sorts_validation(d.shape.capacity, d.options.expert, host)) {
     limits.sort_team_max = d.sorted.team_size_max(exec, d.validate_functor());
     limits.sort_teams = d.sorted.teams();
     limits.sort_chunk = d.sorted.work.chunk;

@@ -69,8 +69,7 @@ template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec) const {
   const auto& d = ready("validate", &exec);
   d.moves_current = true;
-  if (impl::SortedValidation<ExecutionSpace>::applies(d.shape.capacity))
-    return d.sorted.launch(exec, d.validate_functor(), d.launches.validate_team_size);
+  if (d.launches.sorted_validation) return d.sorted.launch(exec, d.validate_functor(), d.launches.validate_team_size);
   // The instantiation with only the optional checks this transfer has (validate_kernel.hpp).
   auto launch = [&](auto f) {
     using functor = decltype(f);

@@ -4,13 +4,14 @@
 // validate(): the code of every command row (docs/CONTRACT.md §4), main and
 // trailing checks in one launch, and the plan apply() follows.
 //
-// Capacities up to 64 (ValidateFunctor): a thread per row loads its row and
+// The pair compares (ValidateFunctor; up to 64 commands, 256 on GPUs by
+// default, launch_plan.hpp's pairs_capacity): a thread per row loads its row and
 // keeps it in registers, and puts only the keys its peers compare against into
 // team scratch; after one barrier its thread compares it with every other
 // row in a plain loop (scan_peers, validate_pairs.hpp), split over the thread's
 // vector lanes at larger capacities, and decides it. One team holds every row,
 // or (GPUs, C > 32) each of several teams decides a few rows and loads the
-// keys of all. The large-batch extension
+// keys of all. Above that, the large-batch extension
 // (validate_sorted_kernel.hpp) finds the same conflicts by sorting, and
 // validate_and_apply (fused_kernel.hpp) by a thread per pair. All decide each
 // row with row_check() and finish_row() (validate_rows.hpp), so the codes
@@ -34,8 +35,8 @@ namespace statexfer::impl {
 template <class ExecutionSpace, int Features = feature_every>
 struct ValidateFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
-  // A thread per row, up to 64 (max_capacity), times its vector lanes: one block
-  // of at most max_threads on CUDA, whose registers hold a whole row without spilling.
+  // A thread per row of a team (up to 64), times its vector lanes: a block of at
+  // most max_threads on CUDA, whose registers hold a whole row without spilling.
   static constexpr int max_threads = 512;
   using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<max_threads, 1>>;
   using member_type = typename policy_type::member_type;

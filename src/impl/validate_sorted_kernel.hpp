@@ -362,9 +362,6 @@ struct SortedValidation {
 
   SortedWork<memory_space> work;
 
-  /// Whether validation of this capacity takes the sorted path.
-  static bool applies(std::int64_t capacity) noexcept { return capacity > max_capacity; }
-
   /// Keys per chunk: 1024 spreads C = 4096 over 5 x 4 chunks (times the look-up
   /// teams of each) and keeps each row's searches to at most 4 chunks.
   static constexpr std::int64_t default_chunk = 1024;

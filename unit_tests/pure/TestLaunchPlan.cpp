@@ -106,6 +106,17 @@ TEST(pure, launch_plan_gpu_defaults) {
   EXPECT_EQ(p.validate_team_size, 512);
   EXPECT_EQ(p.sort_teams, 20);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
+  // 128 and 256 commands: the pair compares' one launch, teams of 8 rows of 32 lanes, then apply(); 512 sorts.
+  for (const std::int64_t c : {128, 256}) {
+    p = si::choose_launch_plan(shape(c, 1 << 20), d, o);
+    EXPECT_FALSE(p.sorted_validation) << c;
+    EXPECT_EQ(p.validate_league, c / 8) << c;
+    EXPECT_EQ(p.validate_rows_per_team, 8) << c;
+    EXPECT_EQ(p.validate_vector_length, 32) << c;
+    EXPECT_EQ(p.validate_team_size, 8) << c;
+    EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches) << c << ": no one launch above 64 commands";
+  }
+  EXPECT_TRUE(si::choose_launch_plan(shape(512, 1 << 20), d, o).sorted_validation);
   // A flat grid of one round a block between one and two waves of resident blocks: two rounds.
   const std::int64_t resident = d.concurrency / 2 / 128;  // 1056
   const std::int64_t chunk = 128 * 4 * 16;
@@ -259,6 +270,26 @@ TEST(pure, launch_plan_host_defaults) {
   EXPECT_EQ(p.validate_team_size, 1);
   EXPECT_EQ(p.validate_vector_length, 1);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
+  // Hosts sort above 64 commands by default.
+  EXPECT_FALSE(si::choose_launch_plan(shape(64, 1 << 20), host_limits(), TransferOptions{}).sorted_validation);
+  EXPECT_TRUE(si::choose_launch_plan(shape(128, 1 << 20), host_limits(), TransferOptions{}).sorted_validation);
+}
+
+// options.expert.validate_pairs_capacity moves the line between the pair
+// compares and the sorted validation on both kinds of backend.
+TEST(pure, launch_plan_validate_pairs_capacity) {
+  TransferOptions o;
+  for (const si::DeviceLimits& d : {gpu_limits(), host_limits()}) {
+    o.expert.validate_pairs_capacity = 64;
+    EXPECT_FALSE(si::choose_launch_plan(shape(64, 1 << 20), d, o).sorted_validation);
+    EXPECT_TRUE(si::choose_launch_plan(shape(128, 1 << 20), d, o).sorted_validation);
+    o.expert.validate_pairs_capacity = 512;
+    statexfer::LaunchPlan p = si::choose_launch_plan(shape(512, 1 << 20), d, o);
+    EXPECT_FALSE(p.sorted_validation);
+    EXPECT_EQ(p.validate_league, d.host ? 8 : 64) << "rows of 64 a team on hosts, 8 on GPUs";
+    EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
+    EXPECT_TRUE(si::choose_launch_plan(shape(1024, 1 << 20), d, o).sorted_validation);
+  }
 }
 
 }  // namespace
