@@ -5,13 +5,14 @@
 // decides every command (a slot's users counted in team scratch) and lists the
 // rows to pack; a grid of teams takes (listed row, chunk) units as they are
 // handed out (unit_tickets.hpp) copying rows into records and summing their
-// checksum words, and its last team writes the headers. Import: a grid sums
-// the checksum words of every live command's records and counts each row's
-// and slot's importers; one team then checks every record's header, slices
-// and checksum, decides the codes and lists the rows to unpack; a grid takes
-// (listed row, chunk) units copying payload into rows. Checksums add up per
-// (command, peer): a team sums its chunk words, carries the sum while its
-// chunks stay in one record and adds it atomically.
+// checksum words, and its last team writes the headers. Import: a grid
+// striding over (command, chunk) units sums the checksum words of every live
+// command's records and counts each row's and slot's importers; one team then
+// checks every record's header, slices and checksum, decides the codes and
+// lists the rows to unpack; a grid takes (listed row, chunk) units, handed
+// out from the last, copying payload into rows. Checksums add up per
+// (command, peer): a team (the sums: a warp) sums its chunk words, carries the
+// sum while its chunks stay in one record and adds it atomically.
 
 #include <Kokkos_Core.hpp>
 
@@ -75,7 +76,7 @@ struct ExchangeViews {
   Kokkos::View<const RecordSlice*, MemorySpace> slices;
   Kokkos::View<const ExchangeChunk*, MemorySpace> chunks;
   Kokkos::View<std::uint64_t*, MemorySpace> sums;    // [C x peers]: checksum words summed so far
-  Kokkos::View<std::int64_t*, MemorySpace> tickets;  // the import's sums' and an apply's counters (unit_tickets.hpp)
+  Kokkos::View<std::int64_t*, MemorySpace> tickets;  // (1): an apply's counter (unit_tickets.hpp); (0) unused
   Kokkos::View<const std::int64_t*, MemorySpace> memory_capacity;
   std::uint8_t* pool = nullptr;  // the pool backing
   std::int64_t capacity = 0, rows = 0, row_bytes = 0, consumed_offset = 0, key_offset = -1;
@@ -133,11 +134,37 @@ struct ChecksumCarry {
       index = at;
     }
   }
+  /// flush() without the team's barrier, where the team's threads reach it
+  /// together: CUDA sums each warp's threads by shuffles and adds a warp's
+  /// total atomically; elsewhere flush().
+  KOKKOS_INLINE_FUNCTION void flush_warps(const Member& team, const Sums& sums) {
+#if defined(__CUDA_ARCH__)
+    if (index < 0) return;
+    std::uint64_t total = sum;
+    for (int lanes = 16; lanes > 0; lanes /= 2) total += __shfl_xor_sync(0xffffffffu, total, lanes);
+    if (team.team_rank() % 32 == 0) Kokkos::atomic_fetch_add(&sums(index), total);
+    sum = 0;
+#else
+    flush(team, sums);
+#endif
+  }
+  /// into() with flush_warps().
+  KOKKOS_INLINE_FUNCTION void into_warps(const Member& team, const Sums& sums, std::int64_t at) {
+    if (at != index) {
+      flush_warps(team, sums);
+      index = at;
+    }
+  }
   /// Chunk words [first, first + words) of the record at `record`, read by the team's threads (hosts'
   /// one thread a word; GPUs' 16-byte words, import_words_in_flight a thread).
   KOKKOS_INLINE_FUNCTION void add(const Member& team, const Sums& sums, std::int64_t at, const std::uint8_t* record,
                                   std::int64_t first, std::int64_t words) {
     into(team, sums, at);
+    add_words(team, record, first, words);
+  }
+  /// add() without into(): the words into this thread's sum.
+  KOKKOS_INLINE_FUNCTION void add_words(const Member& team, const std::uint8_t* record, std::int64_t first,
+                                        std::int64_t words) {
     const auto* w = reinterpret_cast<const std::uint64_t*>(record) + first;
     const int t = team.team_rank(), threads = team.team_size();
     if (threads < 32) {
@@ -371,21 +398,20 @@ struct ImportSumFunctor {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(live) * chunks;
     ChecksumCarry<member_type, decltype(v.sums)> carry;
-    const UnitTickets<std::int64_t> tickets{&v.tickets(0), total};
-    for (auto units = tickets.first(team); units.begin < units.end;) {
-      const std::int64_t drawn = tickets.ask(team), u = units.begin;
+    // Units strided over the league: no ticket to share, so a team's warps go
+    // on to their next unit without waiting for each other (perf_tests/RESULTS.md).
+    for (std::int64_t u = team.league_rank(); u < total; u += team.league_size()) {
       const std::int64_t r = u / chunks, ci = u - r * chunks;
       const std::int64_t slot = v.source_slots(r);
       if (v.operation(r) == op_import && slot >= 0 && slot < v.capacity) {
         const ExchangeChunk ch = v.chunks(ci);
         const PeerEntry pe = v.peers(ch.peer);
-        const std::uint8_t* record = pe.wire + slot * pe.record_bytes;
-        carry.add(team, v.sums, r * v.peer_count + ch.peer, record, (pe.header_bytes + ch.payload_offset) / 8,
-                  (ch.length + ch.padding) / 8);
+        carry.into_warps(team, v.sums, r * v.peer_count + ch.peer);
+        carry.add_words(team, pe.wire + slot * pe.record_bytes, (pe.header_bytes + ch.payload_offset) / 8,
+                        (ch.length + ch.padding) / 8);
       }
-      units = tickets.next(team, drawn);
     }
-    carry.flush(team, v.sums);
+    carry.flush_warps(team, v.sums);
   }
 };
 
