@@ -132,8 +132,8 @@ std::vector<std::int32_t> codes(std::int64_t c, std::vector<std::int32_t> leadin
 }  // namespace claims_test
 
 // The three hazards of §15 with the tier batch in flight, at a step capacity of
-// 4 (the pair compares), 128 (the pair compares on GPUs, sorted on hosts) and
-// 512 (sorted), for every apply() design of the tier transfer.
+// 4 and 128 (the pair compares) and 512 (sorted), for every apply() design of
+// the tier transfer.
 TEST(TEST_CATEGORY, row_claims_refuse_the_hazards_of_a_batch_in_flight) {
   using namespace claims_test;
   using statexfer::ApplyDesign;

@@ -70,11 +70,12 @@ inline constexpr std::int32_t compact_strided_rounds = 64;
 inline int default_compact_words(std::int64_t longest_item) { return longest_item >= 64 * 1024 ? 2 : 4; }
 
 /// The largest capacity validate() compares every pair of rows at by default:
-/// on GPUs the pair compares' one launch (its teams on many SMs) decided 128
-/// and 256 commands faster than the sorted validation's three
-/// (perf_tests/RESULTS.md); hosts' teams of one thread scan every peer alone.
+/// the pair compares' one launch decided 128 commands faster than the sorted
+/// validation's three on GPUs and hosts, 256 on GPUs only, where its teams
+/// spread over the SMs; hosts' teams of one thread scan every peer alone
+/// (perf_tests/RESULTS.md).
 inline std::int64_t pairs_capacity(const ExpertOptions& o, bool host) {
-  return o.validate_pairs_capacity > 0 ? o.validate_pairs_capacity : host ? max_capacity : 256;
+  return o.validate_pairs_capacity > 0 ? o.validate_pairs_capacity : host ? 128 : 256;
 }
 /// Whether validate() at capacity c takes the sorted validation (docs/CONTRACT.md §8).
 inline bool sorts_validation(std::int64_t c, const ExpertOptions& o, bool host) { return c > pairs_capacity(o, host); }

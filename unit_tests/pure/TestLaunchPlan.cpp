@@ -270,9 +270,9 @@ TEST(pure, launch_plan_host_defaults) {
   EXPECT_EQ(p.validate_team_size, 1);
   EXPECT_EQ(p.validate_vector_length, 1);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
-  // Hosts sort above 64 commands by default.
-  EXPECT_FALSE(si::choose_launch_plan(shape(64, 1 << 20), host_limits(), TransferOptions{}).sorted_validation);
-  EXPECT_TRUE(si::choose_launch_plan(shape(128, 1 << 20), host_limits(), TransferOptions{}).sorted_validation);
+  // Hosts sort above 128 commands by default.
+  EXPECT_FALSE(si::choose_launch_plan(shape(128, 1 << 20), host_limits(), TransferOptions{}).sorted_validation);
+  EXPECT_TRUE(si::choose_launch_plan(shape(256, 1 << 20), host_limits(), TransferOptions{}).sorted_validation);
 }
 
 // options.expert.validate_pairs_capacity moves the line between the pair
