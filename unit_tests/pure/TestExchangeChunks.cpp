@@ -2,7 +2,7 @@
 // host values they are. The export moves a chunk by one of three paths by how
 // its source (a pool row) and its destination (the record's payload) lie
 // against 16 bytes: 16-byte words, 8-byte words, or bytes assembled
-// (team_move_sum, src/impl/exchange_kernels.hpp, on GPUs; hosts copy with the
+// (team_move_sum, src/impl/exchange_words.hpp, on GPUs; hosts copy with the
 // C library). The every-TP-pair test (TestExchange.hpp) moves mini_regions'
 // records against the oracle on every backend; here: those records' chunks
 // reach all three paths. And the slices' part of a header's checksum, taken
@@ -46,7 +46,7 @@ TEST(pure, exchange_chunks_reach_every_alignment_and_slices_sum_once) {
           EXPECT_EQ(t.slices_checksum, statexfer::test::oracle_checksum(header.data(), t.header_bytes, 0) -
                                            statexfer::impl::header_fields_checksum(header.data()));
           // Pool rows 1 and 2 into record slots 0 and 1 (the pool's backing and the wire 16-byte aligned), in
-          // the GPUs' export chunks of 16 KiB (exchange_kernels.hpp).
+          // the GPUs' export chunks of 16 KiB (exchange_words.hpp).
           const std::int64_t row_bytes = model.local(p, i).row_bytes();
           for (const std::int64_t row : {1, 2})
             for (const std::int64_t slot : {0, 1})
