@@ -13,7 +13,7 @@
 // nodes unconditional (a partly filled batch above 64 commands skipping the
 // sorted path's launches), captured from a stream as a library would.
 // Built by tools/gpu/stage; run on the GPU machine:
-//   .carry/bin/graph_floor [launch | conditional]
+//   .carry/bin/graph_floor [launch | conditional | pdl]
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -57,6 +57,27 @@ __global__ void deciding_kernel(const int* n, int* out, cudaGraphConditionalHand
   const int v = *n;
   if (v > 1000000) out[blockIdx.x] = 1;
   if (h != 0 && blockIdx.x == 0 && threadIdx.x == 0) cudaGraphSetConditional(h, v > threshold ? 1u : 0u);
+}
+
+// A flag node that may start before the node ahead of it ends: it waits for that node's writes first.
+__global__ void pdl_flag_kernel(const int* n, int* out) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (*n > 1000000) out[blockIdx.x] = 1;
+}
+
+// validate()'s shape: a few blocks read the flag and write a list word; the next grid reads it.
+// trigger: let the next grid launch at once (it still waits for this grid's writes).
+__global__ void list_kernel(const int* n, int* list, int trigger) {
+  if (trigger) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (blockIdx.x == 0 && threadIdx.x == 0) list[0] = *n;
+}
+
+__global__ void list_copy_kernel(const int* list, const int4* a, int4* b, long n, int pdl) {
+  if (pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (list[0] != 0) return;
+  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long>(gridDim.x) * blockDim.x)
+    b[i] = a[i];
 }
 
 // Best µs per replay of a graph that `record` captures on `s` (20 batches of 20 replays).
@@ -178,6 +199,61 @@ int conditional_nodes(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, const int*
   return first_error == cudaSuccess ? 0 : 1;
 }
 
+template <class... Params, class... Args>
+void launch_pdl(void (*kernel)(Params...), int blocks, int threads, cudaStream_t s, Args... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(threads);
+  config.stream = s;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+// Chains of flag nodes, and a deciding node then a copy of `words` 16-byte words, plain or with PDL edges.
+int pdl_nodes(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, const int* n, int* out, const int4* a, int4* b) {
+  for (int blocks : {132, 1320})
+    for (int nodes = 1; nodes <= 4; ++nodes) {
+      const float plain = replay_us(s, e0, e1, [&] {
+        for (int k = 0; k < nodes; ++k) flag_kernel<<<blocks, 128, 0, s>>>(n, out);
+      });
+      const float pdl = replay_us(s, e0, e1, [&] {
+        flag_kernel<<<blocks, 128, 0, s>>>(n, out);
+        for (int k = 1; k < nodes; ++k) launch_pdl(pdl_flag_kernel, blocks, 128, s, n, out);
+      });
+      std::printf("flag x128 blocks %5d nodes %d: plain %.2f, PDL edges %.2f us per replay\n", blocks, nodes, plain,
+                  pdl);
+    }
+  int* list = out + (1 << 16);
+  for (long words : {1024L, 1L << 16, 1L << 20, 3252244L})  // 16 KiB, 1 MiB, 16 MiB, a qwen3.5-9b row
+    for (int deciders : {1, 8}) {
+      const int grid = 1320;
+      const float copy = replay_us(s, e0, e1, [&] { list_copy_kernel<<<grid, 128, 0, s>>>(n, a, b, words, 0); });
+      const float plain = replay_us(s, e0, e1, [&] {
+        list_kernel<<<deciders, 128, 0, s>>>(n, list, 0);
+        list_copy_kernel<<<grid, 128, 0, s>>>(list, a, b, words, 0);
+      });
+      const float pdl = replay_us(s, e0, e1, [&] {
+        list_kernel<<<deciders, 128, 0, s>>>(n, list, 0);
+        launch_pdl(list_copy_kernel, grid, 128, s, static_cast<const int*>(list), a, b, words, 1);
+      });
+      const float early = replay_us(s, e0, e1, [&] {
+        list_kernel<<<deciders, 128, 0, s>>>(n, list, 1);
+        launch_pdl(list_copy_kernel, grid, 128, s, static_cast<const int*>(list), a, b, words, 1);
+      });
+      std::printf(
+          "copy of %8ld words (1320 x 128) after %d deciding blocks: copy alone %.2f, plain %.2f, "
+          "PDL edge %.2f, PDL edge triggered at the decider's start %.2f us per replay\n",
+          words, deciders, copy, plain, pdl, early);
+    }
+  const cudaError_t err = cudaGetLastError();
+  std::printf("graph_floor pdl: %s\n", cudaGetErrorString(err));
+  return err == cudaSuccess ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,13 +264,17 @@ int main(int argc, char** argv) {
   cudaMemset(n, 0, sizeof(int));
   cudaMalloc(&out, 1 << 20);
   int4 *a, *b;
-  cudaMalloc(&a, 16 << 10);
-  cudaMalloc(&b, 16 << 10);
+  const bool pdl = argc > 1 && std::strcmp(argv[1], "pdl") == 0;
+  const std::size_t copy_bytes = pdl ? 3252244UL * 16 : 16 << 10;
+  cudaMalloc(&a, copy_bytes);
+  cudaMalloc(&b, copy_bytes);
+  cudaMemset(a, 0, copy_bytes);
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
   if (argc > 1 && std::strcmp(argv[1], "launch") == 0) return launch_shapes(s, e0, e1, n, out);
   if (argc > 1 && std::strcmp(argv[1], "conditional") == 0) return conditional_nodes(s, e0, e1, n, out);
+  if (pdl) return pdl_nodes(s, e0, e1, n, out, a, b);
   const char* names[] = {"empty x128", "flag x128", "flag x1024", "copy, then flag x128"};
   for (int kind = 0; kind < 4; ++kind)
     for (int blocks : {1, 132, 1320, 4096})
