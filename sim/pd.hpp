@@ -38,7 +38,7 @@ struct PdFault {
   std::int64_t injected_step = -1, request = -1;
   std::int32_t code = -1;        ///< the combined code every decode rank read
   bool refused = false;          ///< refused on every decode rank
-  bool untouched = false;        ///< its destination row unchanged on every decode rank
+  bool untouched = false;        ///< its row unchanged, or landed unpublished, on every decode rank
   std::int64_t recomputed = -1;  ///< the step its request was moved again and imported
 };
 

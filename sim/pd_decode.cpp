@@ -134,8 +134,14 @@ void PdRank::import(const std::vector<std::int64_t>& pull, std::vector<std::int6
     }
     if (f >= 0) {
       PdFault& fault = faults_[static_cast<std::size_t>(f)];
-      // Refused and untouched on every decode rank: the group's minimum.
-      int flags[2] = {code != 0 ? 1 : 0, s.read_row(s.live_row(k)) == before[static_cast<std::size_t>(k)] ? 1 : 0};
+      // Refused and untouched on every decode rank, the group's minimum: the row
+      // unchanged, or landed and left unpublished (endpoint -1, §17).
+      const std::vector<std::uint8_t> row = s.read_row(s.live_row(k));
+      std::int64_t endpoint = 0;
+      std::memcpy(&endpoint, row.data() + model_.local(d_, me_).region("consumed_tokens").offset, 8);
+      const bool unseen = row == before[static_cast<std::size_t>(k)] ||
+                          (importer_->landing() == statexfer::ImportLanding::publish_after_check && endpoint == -1);
+      int flags[2] = {code != 0 ? 1 : 0, unseen ? 1 : 0};
       MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MIN, group_);
       fault.code = code, fault.refused = flags[0] == 1, fault.untouched = flags[1] == 1;
     }

@@ -40,7 +40,7 @@ bool pd_verdict(const PdOutcome& out, std::FILE* err) {
     else if (!f.refused)
       fail(name + ": not refused on every decode rank");
     else if (!f.untouched)
-      fail(name + ": its row was written on a decode rank");
+      fail(name + ": its row was written and published on a decode rank");
     else if (f.recomputed < 0)
       fail(name + ": its request was not moved again");
   }
@@ -95,7 +95,7 @@ void print_pd_summary(std::FILE* f, const Options& o, const PdOutcome& out) {
                  to_string(x.type), x.rank, static_cast<long long>(x.step), static_cast<long long>(x.injected_step),
                  static_cast<long long>(x.request), static_cast<int>(x.code),
                  x.refused ? "refused on every decode rank" : "NOT refused everywhere",
-                 x.untouched ? "nothing written" : "WRITTEN", static_cast<long long>(x.recomputed));
+                 x.untouched ? "nothing written or published" : "WRITTEN", static_cast<long long>(x.recomputed));
   std::fprintf(f, "  wall         %.2f s%s\n", s.wall_s, out.ok ? "" : "  (FAILED)");
 }
 

@@ -28,7 +28,7 @@ struct PdOutcome {
 PdOutcome run_pd(const Options& o, const Workload& w, MPI_Comm world);
 
 /// Every imported row the oracle's, every request served, no code no fault
-/// explains, every fault refused on every decode rank, nothing written and its
+/// explains, every fault refused on every decode rank, nothing written or published and its
 /// request moved again; the failures printed to `err`.
 bool pd_verdict(const PdOutcome& out, std::FILE* err);
 

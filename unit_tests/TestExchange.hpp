@@ -9,8 +9,9 @@
 // reshard.hpp), every record's checksum the oracle's, and each fault (a
 // flipped payload byte, another model's layout, a stale key, a missing slice,
 // a wrong endpoint, a refused export, bad rows, two imports into one row, a
-// bad count) gets its code and writes nothing. Partly filled batches reuse
-// one export and import.
+// bad count) gets its code and writes nothing, or, for a payload landed
+// before its checksum failed, leaves its row unpublished. Both landings of the
+// import (ImportLanding). Partly filled batches reuse one export and import.
 
 #include <gtest/gtest.h>
 
@@ -44,6 +45,13 @@ using statexfer::ModelRegion;
 using statexfer::Segment;
 using statexfer::Split;
 using Move = ft::ExchangeMove<Exec>;
+using statexfer::ImportLanding;
+
+constexpr ImportLanding landings[] = {ImportLanding::publish_after_check, ImportLanding::check_before_write};
+
+std::string name_of(ImportLanding l) {
+  return l == ImportLanding::publish_after_check ? "publish after check" : "check before write";
+}
 
 constexpr int default_capacity = ft::default_exchange_capacity;
 
@@ -56,149 +64,211 @@ std::vector<std::int32_t> zeros(int capacity = default_capacity) { return std::v
 TEST(TEST_CATEGORY, exchange_every_tp_pair_matches_the_oracle) {
   using namespace exchange_test;
   const ModelLayout model(mini_regions(), 2);
-  for (const int p : {1, 2, 4, 8})
-    for (const int d : {1, 2, 4, 8}) {
-      SCOPED_TRACE("prefill TP " + std::to_string(p) + ", decode TP " + std::to_string(d));
-      Move move(model, p, d);
-      const Wholes w = make_wholes(model, 5, 1000 + p * 10 + d);
-      move.load_sources(w);
-      for (const auto& codes : move.export_all(exports_of(w), 5)) EXPECT_EQ(codes, zeros());
-      // Every record: magic, fingerprint, geometry, status 0, and the oracle's checksum.
-      for (int i = 0; i < p; ++i)
-        for (int j = 0; j < d; ++j) {
-          if (statexfer::record_bytes(model, {p, i}, {d, j}) == 0) continue;
-          for (std::int64_t k = 0; k < 5; ++k) {
-            const auto rec = move.record(i, j, k);
-            std::uint32_t magic;
-            std::uint64_t fingerprint, checksum;
-            std::int32_t geometry[6];
-            std::int64_t payload;
-            std::memcpy(&magic, rec.data(), 4);
-            std::memcpy(&fingerprint, rec.data() + 8, 8);
-            std::memcpy(geometry, rec.data() + 32, 24);
-            std::memcpy(&payload, rec.data() + 56, 8);
-            std::memcpy(&checksum, rec.data() + 64, 8);
-            EXPECT_EQ(magic, 0x52585453u);
-            EXPECT_EQ(fingerprint, model.fingerprint());
-            EXPECT_EQ(geometry[0], p);
-            EXPECT_EQ(geometry[1], i);
-            EXPECT_EQ(geometry[2], d);
-            EXPECT_EQ(geometry[3], j);
-            EXPECT_EQ(geometry[4], 0) << "status";
-            EXPECT_EQ(geometry[5], model.segment_count());
-            const std::int64_t header = statexfer::record_header_bytes(model);
-            EXPECT_EQ(checksum, ft::oracle_checksum(rec.data(), header, payload)) << "rank " << i << " -> " << j;
+  for (const ImportLanding landing : landings)
+    for (const int p : {1, 2, 4, 8})
+      for (const int d : {1, 2, 4, 8}) {
+        SCOPED_TRACE("prefill TP " + std::to_string(p) + ", decode TP " + std::to_string(d) + ", " + name_of(landing));
+        Move move(model, p, d, default_capacity + 2, default_capacity, landing);
+        const Wholes w = make_wholes(model, 5, 1000 + p * 10 + d);
+        move.load_sources(w);
+        for (const auto& codes : move.export_all(exports_of(w), 5)) EXPECT_EQ(codes, zeros());
+        // Every record: magic, fingerprint, geometry, status 0, and the oracle's checksum.
+        for (int i = 0; i < p; ++i)
+          for (int j = 0; j < d; ++j) {
+            if (statexfer::record_bytes(model, {p, i}, {d, j}) == 0) continue;
+            for (std::int64_t k = 0; k < 5; ++k) {
+              const auto rec = move.record(i, j, k);
+              std::uint32_t magic;
+              std::uint64_t fingerprint, checksum;
+              std::int32_t geometry[6];
+              std::int64_t payload;
+              std::memcpy(&magic, rec.data(), 4);
+              std::memcpy(&fingerprint, rec.data() + 8, 8);
+              std::memcpy(geometry, rec.data() + 32, 24);
+              std::memcpy(&payload, rec.data() + 56, 8);
+              std::memcpy(&checksum, rec.data() + 64, 8);
+              EXPECT_EQ(magic, 0x52585453u);
+              EXPECT_EQ(fingerprint, model.fingerprint());
+              EXPECT_EQ(geometry[0], p);
+              EXPECT_EQ(geometry[1], i);
+              EXPECT_EQ(geometry[2], d);
+              EXPECT_EQ(geometry[3], j);
+              EXPECT_EQ(geometry[4], 0) << "status";
+              EXPECT_EQ(geometry[5], model.segment_count());
+              const std::int64_t header = statexfer::record_header_bytes(model);
+              EXPECT_EQ(checksum, ft::oracle_checksum(rec.data(), header, payload)) << "rank " << i << " -> " << j;
+            }
           }
-        }
-      for (const auto& codes : move.import_all(imports_of(w), 5)) EXPECT_EQ(codes, zeros());
-      for (int j = 0; j < d; ++j)
-        for (std::int64_t k = 0; k < 5; ++k)
-          EXPECT_EQ(move.destination_row(j, k + 1), ft::oracle_shard(model.regions(), w.rows[k], d, j))
-              << "decode rank " << j << ", row " << k + 1;
-    }
+        for (const auto& codes : move.import_all(imports_of(w), 5)) EXPECT_EQ(codes, zeros());
+        for (int j = 0; j < d; ++j)
+          for (std::int64_t k = 0; k < 5; ++k)
+            EXPECT_EQ(move.destination_row(j, k + 1), ft::oracle_shard(model.regions(), w.rows[k], d, j))
+                << "decode rank " << j << ", row " << k + 1;
+      }
 }
 
-// Each fault gets its code on the decode side and writes nothing there.
+// Each fault gets its code on the decode side and writes nothing there; a
+// payload that fails its checksum (known only once it is read) is left
+// unpublished where the import lands before it checks.
 TEST(TEST_CATEGORY, exchange_faults_are_refused_and_write_nothing) {
   using namespace exchange_test;
-  const ModelLayout model(mini_regions(), 2);
-  const int p = 4, d = 2;  // groups 2: B and C replicated on the prefill side
-  Move move(model, p, d);
-  const Wholes w = make_wholes(model, 4, 77);
-  move.load_sources(w);
-  const auto fresh = [&] {
-    for (auto& pool : move.destinations) Kokkos::deep_copy(pool.backing(), 0);
-    for (const auto& codes : move.export_all(exports_of(w), 4)) ASSERT_EQ(codes, zeros());
-  };
-  const auto untouched = [&](std::int64_t row) {
-    for (int j = 0; j < d; ++j)
-      EXPECT_EQ(move.destination_row(j, row), std::vector<std::uint8_t>(move.destinations[j].row_bytes(), 0))
-          << "decode rank " << j << " row " << row;
-  };
-  const auto expect_codes = [&](const std::vector<Command>& batch, int count, std::vector<std::int32_t> want) {
-    want.resize(default_capacity, 0);
-    const auto codes = move.import_all(batch, count);
-    for (int j = 0; j < d; ++j) EXPECT_EQ(codes[static_cast<std::size_t>(j)], want) << "decode rank " << j;
-  };
-  const std::int64_t header = statexfer::record_header_bytes(model);
+  for (const ImportLanding landing : landings) {
+    SCOPED_TRACE(name_of(landing));
+    const ModelLayout model(mini_regions(), 2);
+    const int p = 4, d = 2;  // groups 2: B and C replicated on the prefill side
+    Move move(model, p, d, default_capacity + 2, default_capacity, landing);
+    const Wholes w = make_wholes(model, 4, 77);
+    move.load_sources(w);
+    const auto fresh = [&] {
+      for (auto& pool : move.destinations) Kokkos::deep_copy(pool.backing(), 0);
+      for (const auto& codes : move.export_all(exports_of(w), 4)) ASSERT_EQ(codes, zeros());
+    };
+    const auto untouched = [&](std::int64_t row) {
+      for (int j = 0; j < d; ++j)
+        EXPECT_EQ(move.destination_row(j, row), std::vector<std::uint8_t>(move.destinations[j].row_bytes(), 0))
+            << "decode rank " << j << " row " << row;
+    };
+    const auto expect_codes = [&](const std::vector<Command>& batch, int count, std::vector<std::int32_t> want) {
+      want.resize(default_capacity, 0);
+      const auto codes = move.import_all(batch, count);
+      for (int j = 0; j < d; ++j) EXPECT_EQ(codes[static_cast<std::size_t>(j)], want) << "decode rank " << j;
+    };
+    const std::int64_t header = statexfer::record_header_bytes(model);
 
-  fresh();  // a payload byte flipped in flight (rank 1 -> 0, row 0)
-  move.patch_record(1, 0, 0, header + 3, 0x10);
-  const auto codes = move.import_all(imports_of(w), 4);
-  EXPECT_EQ(codes[0], (std::vector<std::int32_t>{10, 0, 0, 0, 0, 0, 0, 0}));
-  EXPECT_EQ(codes[1], zeros()) << "rank 1 of the decode group never reads that record";
-  EXPECT_EQ(move.destination_row(0, 1), std::vector<std::uint8_t>(move.destinations[0].row_bytes(), 0));
+    fresh();  // a payload byte flipped in flight (rank 1 -> 0, row 0)
+    move.patch_record(1, 0, 0, header + 3, 0x10);
+    const auto codes = move.import_all(imports_of(w), 4);
+    EXPECT_EQ(codes[0], (std::vector<std::int32_t>{10, 0, 0, 0, 0, 0, 0, 0}));
+    EXPECT_EQ(codes[1], zeros()) << "rank 1 of the decode group never reads that record";
+    if (landing == ImportLanding::publish_after_check)
+      EXPECT_EQ(move.destination_endpoint(0, 1), -1) << "landed, unpublished";
+    else
+      EXPECT_EQ(move.destination_row(0, 1), std::vector<std::uint8_t>(move.destinations[0].row_bytes(), 0));
 
-  fresh();  // another model's layout: the fingerprint of rank 0's record for decode rank 0 differs
-  move.patch_record(0, 0, 1, 8, 0x01);
-  {
-    const auto c = move.import_all(imports_of(w), 4);
-    EXPECT_EQ(c[0], (std::vector<std::int32_t>{0, 8, 0, 0, 0, 0, 0, 0}));
-    EXPECT_EQ(c[1], zeros()) << "rank 0 of the prefill group sends decode rank 1 nothing";
-    EXPECT_EQ(move.destination_row(0, 2), std::vector<std::uint8_t>(move.destinations[0].row_bytes(), 0));
-  }
-
-  fresh();  // a stale key and a wrong endpoint
-  auto batch = imports_of(w);
-  batch[2].prefix_key += 1;
-  batch[3].expected_consumed += 1;
-  expect_codes(batch, 4, {0, 0, 9, 9});
-  untouched(3);
-  untouched(4);
-
-  fresh();  // a missing slice: the first nonempty range of a record emptied
-  for (int g = 0; g < model.segment_count(); ++g) {
-    const auto rec = move.record(2, 1, 0);
-    std::int32_t range[2];
-    std::memcpy(range, rec.data() + 80 + 16 * g + 4, 8);
-    if (range[1] > range[0]) {
-      const std::int32_t begin = range[0];
-      for (int b = 0; b < 4; ++b)
-        move.patch_record(2, 1, 0, 80 + 16 * g + 8 + b,
-                          static_cast<std::uint8_t>(((range[1] ^ begin) >> (8 * b)) & 0xff));
-      break;
+    fresh();  // another model's layout: the fingerprint of rank 0's record for decode rank 0 differs
+    move.patch_record(0, 0, 1, 8, 0x01);
+    {
+      const auto c = move.import_all(imports_of(w), 4);
+      EXPECT_EQ(c[0], (std::vector<std::int32_t>{0, 8, 0, 0, 0, 0, 0, 0}));
+      EXPECT_EQ(c[1], zeros()) << "rank 0 of the prefill group sends decode rank 1 nothing";
+      EXPECT_EQ(move.destination_row(0, 2), std::vector<std::uint8_t>(move.destinations[0].row_bytes(), 0));
     }
+
+    fresh();  // a stale key and a wrong endpoint
+    auto batch = imports_of(w);
+    batch[2].prefix_key += 1;
+    batch[3].expected_consumed += 1;
+    expect_codes(batch, 4, {0, 0, 9, 9});
+    untouched(3);
+    untouched(4);
+
+    fresh();  // a missing slice: the first nonempty range of a record emptied
+    for (int g = 0; g < model.segment_count(); ++g) {
+      const auto rec = move.record(2, 1, 0);
+      std::int32_t range[2];
+      std::memcpy(range, rec.data() + 80 + 16 * g + 4, 8);
+      if (range[1] > range[0]) {
+        const std::int32_t begin = range[0];
+        for (int b = 0; b < 4; ++b)
+          move.patch_record(2, 1, 0, 80 + 16 * g + 8 + b,
+                            static_cast<std::uint8_t>(((range[1] ^ begin) >> (8 * b)) & 0xff));
+        break;
+      }
+    }
+    {
+      const auto c = move.import_all(imports_of(w), 4);
+      EXPECT_EQ(c[1][0], 11);
+      EXPECT_EQ(c[0][0], 0) << "decode rank 0's records are whole (a group would combine the codes, §9)";
+      EXPECT_EQ(move.destination_row(1, 1), std::vector<std::uint8_t>(move.destinations[1].row_bytes(), 0));
+    }
+
+    // An export refused at the source (a wrong endpoint): status 3 in its records, code 9 on import.
+    for (auto& pool : move.destinations) Kokkos::deep_copy(pool.backing(), 0);
+    auto bad_export = exports_of(w);
+    bad_export[1].expected_consumed += 2;
+    for (const auto& c : move.export_all(bad_export, 4))
+      EXPECT_EQ(c, (std::vector<std::int32_t>{0, 3, 0, 0, 0, 0, 0, 0}));
+    expect_codes(imports_of(w), 4, {0, 9});
+    untouched(2);
+
+    // The prefill side's own refusals: two exports into one record slot (4 for
+    // both), a bad count (5 for every row), then one live command (the rows past
+    // it back to 0).
+    auto twice = exports_of(w);
+    twice[2].destination = 0;
+    for (const auto& c : move.export_all(twice, 4)) EXPECT_EQ(c, (std::vector<std::int32_t>{4, 0, 4, 0, 0, 0, 0, 0}));
+    for (const int count : {-1, default_capacity + 1})
+      for (const auto& c : move.export_all(exports_of(w), count))
+        EXPECT_EQ(c, std::vector<std::int32_t>(default_capacity, 5)) << "count " << count;
+    for (const auto& c : move.export_all(twice, 4)) EXPECT_EQ(c, (std::vector<std::int32_t>{4, 0, 4, 0, 0, 0, 0, 0}));
+    for (const auto& c : move.export_all(twice, 1)) EXPECT_EQ(c, zeros());
+
+    // Bad rows, two imports into one row, a bad count.
+    fresh();
+    batch = imports_of(w);
+    batch[0].destination = move.rows + 3;  // past the pool
+    batch[2].destination = 4;              // the row of command 3 too
+    expect_codes(batch, 4, {2, 0, 4, 4});
+    untouched(3);
+    untouched(4);
+    expect_codes(imports_of(w), -1, std::vector<std::int32_t>(default_capacity, 5));
+    batch = imports_of(w);
+    batch[1].operation = statexfer::op_export;
+    expect_codes(batch, 2, {0, 1});
   }
-  {
-    const auto c = move.import_all(imports_of(w), 4);
-    EXPECT_EQ(c[1][0], 11);
-    EXPECT_EQ(c[0][0], 0) << "decode rank 0's records are whole (a group would combine the codes, §9)";
-    EXPECT_EQ(move.destination_row(1, 1), std::vector<std::uint8_t>(move.destinations[1].row_bytes(), 0));
+}
+
+// A landed row is published only when its code is still 0 at apply(): a code
+// another decode rank combined in (§9) leaves it unpublished (or, checking
+// before writing, untouched), and no export reads an unpublished row.
+TEST(TEST_CATEGORY, exchange_rows_publish_only_what_the_group_accepts) {
+  using namespace exchange_test;
+  const ModelLayout model(mini_regions(), 2);
+  for (const ImportLanding landing : landings) {
+    SCOPED_TRACE(name_of(landing));
+    Move move(model, 2, 1, default_capacity + 2, default_capacity, landing);
+    const Wholes w = make_wholes(model, 3, 31);
+    move.load_sources(w);
+    for (const auto& c : move.export_all(exports_of(w), 3)) EXPECT_EQ(c, zeros());
+    auto& importer = *move.imports[0];
+    const auto& errors = move.import_commands[0].errors;
+    const auto zero_row = std::vector<std::uint8_t>(move.destinations[0].row_bytes(), 0);
+    for (auto& pool : move.destinations) Kokkos::deep_copy(pool.backing(), 0);
+    move.run(
+        move.import_commands[0], imports_of(w), 3, [&] { importer.validate(Exec()); },
+        [&] {
+          Exec().fence();
+          auto codes = ft::download(errors);
+          EXPECT_EQ(codes, zeros());
+          for (std::int64_t row = 1; row <= 3; ++row) {
+            if (landing == ImportLanding::publish_after_check)
+              EXPECT_EQ(move.destination_endpoint(0, row), -1) << "row " << row << " landed, not yet published";
+            else
+              EXPECT_EQ(move.destination_row(0, row), zero_row) << "row " << row << " written before apply()";
+          }
+          codes[1] = 9;  // another decode rank refused command 1
+          ft::upload(errors, codes);
+          importer.apply(Exec());
+        });
+    for (const std::int64_t k : {0, 2})
+      EXPECT_EQ(move.destination_row(0, k + 1), ft::oracle_shard(model.regions(), w.rows[k], 1, 0)) << "command " << k;
+    if (landing == ImportLanding::publish_after_check)
+      EXPECT_EQ(move.destination_endpoint(0, 2), -1);
+    else
+      EXPECT_EQ(move.destination_row(0, 2), zero_row);
   }
-
-  // An export refused at the source (a wrong endpoint): status 3 in its records, code 9 on import.
-  for (auto& pool : move.destinations) Kokkos::deep_copy(pool.backing(), 0);
-  auto bad_export = exports_of(w);
-  bad_export[1].expected_consumed += 2;
-  for (const auto& c : move.export_all(bad_export, 4))
-    EXPECT_EQ(c, (std::vector<std::int32_t>{0, 3, 0, 0, 0, 0, 0, 0}));
-  expect_codes(imports_of(w), 4, {0, 9});
-  untouched(2);
-
-  // The prefill side's own refusals: two exports into one record slot (4 for
-  // both), a bad count (5 for every row), then one live command (the rows past
-  // it back to 0).
-  auto twice = exports_of(w);
-  twice[2].destination = 0;
-  for (const auto& c : move.export_all(twice, 4)) EXPECT_EQ(c, (std::vector<std::int32_t>{4, 0, 4, 0, 0, 0, 0, 0}));
-  for (const int count : {-1, default_capacity + 1})
-    for (const auto& c : move.export_all(exports_of(w), count))
-      EXPECT_EQ(c, std::vector<std::int32_t>(default_capacity, 5)) << "count " << count;
-  for (const auto& c : move.export_all(twice, 4)) EXPECT_EQ(c, (std::vector<std::int32_t>{4, 0, 4, 0, 0, 0, 0, 0}));
-  for (const auto& c : move.export_all(twice, 1)) EXPECT_EQ(c, zeros());
-
-  // Bad rows, two imports into one row, a bad count.
-  fresh();
-  batch = imports_of(w);
-  batch[0].destination = move.rows + 3;  // past the pool
-  batch[2].destination = 4;              // the row of command 3 too
-  expect_codes(batch, 4, {2, 0, 4, 4});
-  untouched(3);
-  untouched(4);
-  expect_codes(imports_of(w), -1, std::vector<std::int32_t>(default_capacity, 5));
-  batch = imports_of(w);
-  batch[1].operation = statexfer::op_export;
-  expect_codes(batch, 2, {0, 1});
+  // The export refuses a negative endpoint, an unpublished row's among them: a row whose endpoint is -1 named
+  // with -1 gets code 3 (§17).
+  Move move(model, 1, 1);
+  const Wholes w = make_wholes(model, 2, 32);
+  move.load_sources(w);
+  auto image = ft::download(move.sources[0].backing());
+  const std::int64_t unpublished = -1, rb = move.sources[0].row_bytes();
+  std::memcpy(image.data() + 2 * rb + model.local(1, 0).region("consumed_tokens").offset, &unpublished, 8);
+  ft::upload(move.sources[0].backing(), image);
+  auto batch = exports_of(w);
+  batch[1].expected_consumed = -1;
+  for (const auto& c : move.export_all(batch, 2)) EXPECT_EQ(c, (std::vector<std::int32_t>{0, 3, 0, 0, 0, 0, 0, 0}));
 }
 
 // One export and one import reused: a full batch, then partly filled ones (rows

@@ -5,7 +5,8 @@
 // validated records of their rows into one wire buffer per decode rank; any
 // transport carries the bytes; each decode rank imports them, checking every
 // record (fingerprint, key, endpoint, the groups' geometry, the slices it
-// carries, its checksum) before a byte of it lands. Both are capturable:
+// carries, its checksum) before its row is published (or, as asked, before a
+// byte of it lands). Both are capturable:
 // validate() and apply() only enqueue kernels.
 
 #include <Kokkos_Core.hpp>
@@ -31,6 +32,21 @@ struct GroupRank {
 std::int64_t record_bytes(const ModelLayout& model, GroupRank source, GroupRank destination);
 /// The header's size for `model` (docs/CONTRACT.md §17: 80 + 16 x segments).
 std::int64_t record_header_bytes(const ModelLayout& model);
+
+/// When an import's payload lands in its row (docs/CONTRACT.md §17).
+enum class ImportLanding {
+  /// validate() checks every record but its checksum, then lands the payload
+  /// of each command that passed, summing it as it is read, and leaves those
+  /// rows unpublished (`consumed_tokens` -1, refused by every command that
+  /// reads a row through its endpoint); a failed checksum is code 10 there.
+  /// apply() publishes (writes the endpoint and key of) each row whose code
+  /// is still 0. The payload is read once and written once. The default.
+  publish_after_check,
+  /// validate() checks every record, its checksum included, before a byte
+  /// lands; apply() writes the rows whose code is still 0, and a refused row
+  /// keeps every byte. The payload is read twice and written once.
+  check_before_write,
+};
 
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 using WireBuffer = Kokkos::View<std::uint8_t*, typename ExecutionSpace::memory_space>;
@@ -74,24 +90,28 @@ class PreparedExport {
 /// The import side (operation 7): rank `destination` of the decode group
 /// reads record slots of `wires[i]`, one per rank i of the prefill group of
 /// `source_tp` (empty where i sends it nothing), into pool rows. The pool's
-/// layout must be `model.local(destination.size, destination.rank)`.
+/// layout must be `model.local(destination.size, destination.rank)`;
+/// `landing` says when the payload lands (ImportLanding).
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 class PreparedImport {
  public:
   PreparedImport(const StatePool<ExecutionSpace>& pool, const StateCommands<ExecutionSpace>& commands,
                  const ModelLayout& model, int source_tp, GroupRank destination,
-                 std::vector<WireBuffer<ExecutionSpace>> wires);
+                 std::vector<WireBuffer<ExecutionSpace>> wires,
+                 ImportLanding landing = ImportLanding::publish_after_check);
   ~PreparedImport();
   PreparedImport(PreparedImport&&) noexcept;
   PreparedImport& operator=(PreparedImport&&) noexcept;
 
   void prepare(const ExecutionSpace& exec = ExecutionSpace());
-  /// Each live command's code (docs/CONTRACT.md §17), every record checked: two launches.
+  /// Each live command's code (docs/CONTRACT.md §17), every record checked
+  /// (publish_after_check: the payload landed, its rows unpublished): two launches.
   void validate(const ExecutionSpace& exec) const;
-  /// The payload of every live command whose code is 0 and whose `errors`
-  /// entry is still 0 into its row.
+  /// Every live command whose code is 0 and whose `errors` entry is still 0:
+  /// its row published (publish_after_check) or its payload written into it.
   void apply(const ExecutionSpace& exec) const;
   std::int64_t capacity() const noexcept;
+  ImportLanding landing() const noexcept;
 
  private:
   std::unique_ptr<impl::ImportData<ExecutionSpace>> data_;

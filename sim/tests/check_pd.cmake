@@ -2,7 +2,7 @@
 # verified rows and none differing, every request served, bytes moved and both
 # bandwidths measured, and every fault kind refused with its code (10 a
 # flipped payload byte, 8 another model's layout, 9 a stale key, 11 a missing
-# slice) on every decode rank, nothing written, its request moved again later.
+# slice) on every decode rank, nothing written or published, its request moved again later.
 #   cmake -DDIR=<sim/tests build folder> -P check_pd.cmake
 include(${CMAKE_CURRENT_LIST_DIR}/check_common.cmake)
 set(_codes flipped-byte 10 other-layout 8 stale-key 9 missing-slice 11)
@@ -39,7 +39,7 @@ foreach(_run sim_pd_p2_d1 sim_pd_p1_d2 sim_pd_mooncake)
     list(FIND _codes ${_kind} _at)
     math(EXPR _at "${_at} + 1")
     list(GET _codes ${_at} _want)
-    expect("${_run}: ${_kind} refused with code ${_want}, nothing written, moved again"
+    expect("${_run}: ${_kind} refused with code ${_want}, nothing written or published, moved again"
            ${_code} EQUAL ${_want} AND "${_untouched}" STREQUAL "ON" AND ${_again} GREATER ${_step})
   endforeach()
 endforeach()

@@ -18,6 +18,7 @@
 
 #include "argument_checks.hpp"
 #include "exchange_kernels.hpp"
+#include "import_landing.hpp"
 
 namespace statexfer::impl {
 
@@ -118,11 +119,11 @@ struct ExchangeData {
     sum_league = wave(import_sum_teams_per_sm);
   }
 
-  /// Bytes of a payload chunk, a team's unit of work: hosts 64 KiB; GPUs 16 KiB on export
-  /// (export_words_in_flight 16-byte words a thread of 128, stored and summed), 32 KiB on import (its sums
-  /// read import_words_in_flight words a thread at once).
-  static std::int64_t chunk_bytes(bool import) {
-    return host ? 64 * 1024 : 128 * 16 * (import ? import_words_in_flight : export_words_in_flight);
+  /// Bytes of a payload chunk, a team's unit of work: hosts 64 KiB; GPUs 16 KiB where a chunk is stored and
+  /// summed at once (the export, a landing import: export_words_in_flight 16-byte words a thread of 128),
+  /// 32 KiB where it is only summed (an import checking before it writes: import_words_in_flight words).
+  static std::int64_t chunk_bytes(bool sums_only) {
+    return host ? 64 * 1024 : 128 * 16 * (sums_only ? import_words_in_flight : export_words_in_flight);
   }
 
   /// Peer tables into device Views (chunks of every peer, concatenated).
@@ -166,7 +167,11 @@ struct ExportData : ExchangeData<ExecutionSpace> {
 };
 template <class ExecutionSpace>
 struct ImportData : ExchangeData<ExecutionSpace> {
-  using ExchangeData<ExecutionSpace>::ExchangeData;
+  ImportData(const StatePool<ExecutionSpace>& p, const StateCommands<ExecutionSpace>& c, const ModelLayout& model,
+             GroupRank local, ImportLanding l)
+      : ExchangeData<ExecutionSpace>("PreparedImport", p, c, model, local), landing(l) {}
+  ImportLanding landing;
+  bool lands() const { return landing == ImportLanding::publish_after_check; }
 };
 
 }  // namespace statexfer::impl
@@ -260,9 +265,12 @@ template <class ExecutionSpace>
 PreparedImport<ExecutionSpace>::PreparedImport(const StatePool<ExecutionSpace>& pool,
                                                const StateCommands<ExecutionSpace>& commands, const ModelLayout& model,
                                                int source_tp, GroupRank destination,
-                                               std::vector<WireBuffer<ExecutionSpace>> wires)
-    : data_(std::make_unique<impl::ImportData<ExecutionSpace>>("PreparedImport", pool, commands, model, destination)) {
+                                               std::vector<WireBuffer<ExecutionSpace>> wires, ImportLanding landing)
+    : data_(std::make_unique<impl::ImportData<ExecutionSpace>>(pool, commands, model, destination, landing)) {
   auto& d = *data_;
+  if (landing != ImportLanding::publish_after_check && landing != ImportLanding::check_before_write)
+    throw std::invalid_argument("statexfer::PreparedImport: landing " + std::to_string(static_cast<int>(landing)) +
+                                " is not an ImportLanding");
   if (source_tp <= 0 || !model.splits(source_tp))
     throw std::invalid_argument("statexfer::PreparedImport: source_tp " + std::to_string(source_tp) +
                                 " does not split the model");
@@ -274,8 +282,8 @@ PreparedImport<ExecutionSpace>::PreparedImport(const StatePool<ExecutionSpace>& 
   std::vector<impl::ExchangeChunk> chunks;
   for (int i = 0; i < source_tp; ++i) {
     const int peer = static_cast<int>(peers.size());
-    impl::PairTable t =
-        impl::pair_table(model, source_tp, i, destination.size, destination.rank, false, d.chunk_bytes(true), peer);
+    impl::PairTable t = impl::pair_table(model, source_tp, i, destination.size, destination.rank, false,
+                                         d.chunk_bytes(!d.lands()), peer);
     if (t.record_bytes == 0) continue;  // rank i sends this rank nothing
     const std::int64_t need = t.record_bytes * d.views.capacity;
     const auto& w = wires[static_cast<std::size_t>(i)];
@@ -325,6 +333,13 @@ void PreparedImport<ExecutionSpace>::validate(const ExecutionSpace& exec) const 
   if (!data_) throw std::logic_error("statexfer::PreparedImport::validate: the import was moved from");
   const auto& d = *data_;
   d.require_prepared("PreparedImport", "validate");
+  if (d.lands()) {
+    d.launch("statexfer::import_check", exec, 1, d.check_team, impl::list_scratch_bytes(d.check_team),
+             impl::ImportDecideFunctor<ExecutionSpace, true>{d.views, d.row_users, d.slot_users}, d.check_lanes);
+    d.launch("statexfer::import_land", exec, d.move_league, d.team, 0,
+             impl::ImportLandFunctor<ExecutionSpace>{d.views});
+    return;
+  }
   d.launch("statexfer::import_sums", exec, d.sum_league, d.team, 0,
            impl::ImportSumFunctor<ExecutionSpace>{d.views, d.row_users, d.slot_users});
   d.launch("statexfer::import_decide", exec, 1, d.check_team, impl::list_scratch_bytes(d.check_team),
@@ -336,6 +351,11 @@ void PreparedImport<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
   if (!data_) throw std::logic_error("statexfer::PreparedImport::apply: the import was moved from");
   const auto& d = *data_;
   d.require_prepared("PreparedImport", "apply");
+  if (d.lands()) {
+    d.launch("statexfer::import_publish", exec, 1, d.decide_team, 0,
+             impl::ImportPublishFunctor<ExecutionSpace>{d.views});
+    return;
+  }
   d.launch("statexfer::import_apply", exec, d.move_league, d.team, 0,
            impl::ImportApplyFunctor<ExecutionSpace>{d.views});
 }
@@ -343,6 +363,11 @@ void PreparedImport<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
 template <class ExecutionSpace>
 std::int64_t PreparedImport<ExecutionSpace>::capacity() const noexcept {
   return data_ ? data_->views.capacity : 0;
+}
+
+template <class ExecutionSpace>
+ImportLanding PreparedImport<ExecutionSpace>::landing() const noexcept {
+  return data_ ? data_->landing : ImportLanding::publish_after_check;
 }
 
 }  // namespace statexfer

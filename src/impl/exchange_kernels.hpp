@@ -133,7 +133,8 @@ struct ExportValidateFunctor {
       ExchangePlan p{nullptr, -1, 0, 0};
       const std::int64_t src = v.source_slots(r);
       std::int32_t code = v.plan_command(r, op_export, src, v.destination_slots(r), p);
-      if (code == 0 && (v.row_int64(src, v.consumed_offset) != p.endpoint ||
+      // A negative endpoint is no row's: an unpublished row's is -1 (import_landing.hpp).
+      if (code == 0 && (p.endpoint < 0 || v.row_int64(src, v.consumed_offset) != p.endpoint ||
                         (v.key_offset >= 0 && v.row_int64(src, v.key_offset) != p.key)))
         code = 3;
       if (code == 0 && users[p.slot] > 1) code = 4;
@@ -262,7 +263,10 @@ struct ImportSumFunctor {
 
 /// Import's second launch, one team: every command's code (docs/CONTRACT.md
 /// §17's order) and plan, the counts and sums set back to 0, the rows to unpack.
-template <class ExecutionSpace>
+/// `Landing` (ImportLanding::publish_after_check, import_landing.hpp): the
+/// first launch, which counts each row's and slot's importers itself and
+/// leaves the checksums to the landing; it lists the rows to land.
+template <class ExecutionSpace, bool Landing = false>
 struct ImportDecideFunctor {
   using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
   using member_type = typename policy_type::member_type;
@@ -295,6 +299,7 @@ struct ImportDecideFunctor {
         },
         Kokkos::BOr<int>(differs));
     if (differs) return 11;
+    if (Landing) return 0;  // the landing sums the payload as it lands
     // The slices are the expected ones: their part of the header's checksum is the pair's.
     const std::uint64_t header = header_fields_checksum(record) + pe.slices_checksum;
     if (v.sums(r * v.peer_count + q) + header != h->checksum) return 10;
@@ -306,6 +311,17 @@ struct ImportDecideFunctor {
     bool bad = false;
     const std::int32_t live = v.live(bad);
     const std::int64_t slots = v.slots();
+    if (Landing) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
+        Kokkos::single(Kokkos::PerThread(team), [&] {
+          if (v.operation(r) != op_import) return;
+          const std::int64_t slot = v.source_slots(r), row = v.destination_slots(r);
+          if (row > 0 && row < slots) Kokkos::atomic_fetch_add(&row_users(row), 1);
+          if (slot >= 0 && slot < c) Kokkos::atomic_fetch_add(&slot_users(slot), 1);
+        });
+      });
+      team.team_barrier();
+    }
     // The live rows, a thread's lanes a row (live is 0 when the count is bad).
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const int r) {
       ExchangePlan p{nullptr, -1, 0, 0};

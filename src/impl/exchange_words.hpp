@@ -4,7 +4,8 @@
 // What a team of the prefill/decode kernels (exchange_kernels.hpp) does with
 // one chunk's words: the import's checksum sums (ChecksumCarry), carried per
 // (command, peer) and added atomically, and the moves of the export's and the
-// import's applies (team_move_sum stores and sums at once; team_move copies),
+// import's applies (team_move_sum stores and sums at once; team_move copies;
+// team_land_sum sums and stores a landing import's chunk),
 // with the words each thread keeps in flight.
 
 #include <Kokkos_Core.hpp>
@@ -170,6 +171,53 @@ KOKKOS_INLINE_FUNCTION std::uint64_t team_move_sum(const Member& team, std::uint
     const std::uint64_t v = word(k);
     d[k] = v;
     sum += checksum_word(v, first + k);
+  }
+  return sum;
+}
+
+/// GPUs' landing import of one chunk (ImportLanding::publish_after_check): the
+/// record's words `first`.. at src (8-byte aligned: `length` bytes of payload,
+/// then `padding`), each summed as it is loaded, and the first `length` bytes
+/// stored at dst, the row. Returns the thread's sum. The mirror of
+/// team_move_sum(): the padding is read and summed, never stored.
+template <class Member>
+KOKKOS_INLINE_FUNCTION std::uint64_t team_land_sum(const Member& team, std::uint8_t* dst, const std::uint8_t* src,
+                                                   int length, int padding, std::int64_t first) {
+  const int t = team.team_rank(), threads = team.team_size();
+  const int words = (length + padding) / 8, full = length / 8;
+  const auto shared = reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src);
+  const auto* s = reinterpret_cast<const std::uint64_t*>(src);
+  std::uint64_t sum = 0;
+  int pairs = 0, head = 0;
+  if ((shared & 15) == 0) {
+    head = (reinterpret_cast<std::uintptr_t>(src) & 15) != 0 && full > 0 ? 1 : 0;
+    pairs = (full - head) / 2;
+    const auto* s16 = reinterpret_cast<const Word16*>(src + 8 * head);
+    auto* d16 = reinterpret_cast<Word16*>(dst + 8 * head);
+    constexpr int ahead = export_words_in_flight;  // a 16 KiB chunk a round of a team of 128
+    for (int base = t; base < pairs; base += threads * ahead) {
+      Word16 v[ahead];
+      for (int j = 0; j < ahead; ++j) v[j] = base + j * threads < pairs ? s16[base + j * threads] : Word16{};
+      for (int j = 0; j < ahead; ++j) {
+        const int q = base + j * threads;
+        if (q >= pairs) continue;
+        d16[q] = v[j];
+        sum += checksum_word(v[j].lo, first + head + 2 * q) + checksum_word(v[j].hi, first + head + 2 * q + 1);
+      }
+    }
+  }
+  // What the pairs left: the head word, then words [head + 2 pairs, words), a thread each; a word
+  // the payload ends in, or one the row holds 8-byte misaligned, is stored byte by byte.
+  const int rest = words - 2 * pairs;
+  for (int i = t; i < rest; i += threads) {
+    const int k = i < head ? i : head + 2 * pairs + (i - head);
+    const std::uint64_t v = s[k];
+    sum += checksum_word(v, first + k);
+    if (k < full && (shared & 7) == 0) {
+      reinterpret_cast<std::uint64_t*>(dst)[k] = v;
+    } else {
+      for (int b = 0; b < 8 && 8 * k + b < length; ++b) dst[8 * k + b] = static_cast<std::uint8_t>(v >> (8 * b));
+    }
   }
   return sum;
 }

@@ -93,7 +93,8 @@ struct ExchangeMove {
   int capacity;
 
   ExchangeMove(const ModelLayout& m, int p_, int d_, std::int64_t rows_ = default_exchange_capacity + 2,
-               int capacity_ = default_exchange_capacity, const Exec& exec = Exec())
+               int capacity_ = default_exchange_capacity, ImportLanding landing = ImportLanding::publish_after_check,
+               const Exec& exec = Exec())
       : model(m), p(p_), d(d_), wires(m, p_, d_, capacity_), rows(rows_), capacity(capacity_) {
     for (int i = 0; i < p; ++i) {
       sources.emplace_back(model.local(p, i), rows, 1);
@@ -106,7 +107,7 @@ struct ExchangeMove {
       destinations.emplace_back(model.local(d, j), rows, 1);
       import_commands.push_back(StateCommands<Exec>::allocate(capacity));
       imports.push_back(std::make_unique<PreparedImport<Exec>>(destinations.back(), import_commands.back(), model, p,
-                                                               GroupRank{d, j}, wires.importer(j)));
+                                                               GroupRank{d, j}, wires.importer(j), landing));
       imports.back()->prepare(exec);
     }
   }
@@ -165,6 +166,13 @@ struct ExchangeMove {
     const auto& pool = destinations[static_cast<std::size_t>(j)];
     const auto all = download(pool.backing());
     return {all.begin() + row * pool.row_bytes(), all.begin() + (row + 1) * pool.row_bytes()};
+  }
+  /// Row `row`'s consumed_tokens on decode rank j: -1 while unpublished (§17).
+  std::int64_t destination_endpoint(int j, std::int64_t row) const {
+    const auto bytes = destination_row(j, row);
+    std::int64_t endpoint;
+    std::memcpy(&endpoint, bytes.data() + model.local(d, j).region("consumed_tokens").offset, 8);
+    return endpoint;
   }
   std::vector<std::uint8_t> record(int i, int j, std::int64_t slot) const {
     const auto all = download(wires.wire(i, j));

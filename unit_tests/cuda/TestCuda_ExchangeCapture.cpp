@@ -8,7 +8,8 @@
 // held byte for byte against the oracle's shards (test_common/reshard.hpp),
 // the rows past the count stay untouched, and a payload byte flipped between
 // the two replays refuses its request (code 10) on the decode rank that reads
-// it and writes nothing there.
+// it, which writes nothing there (check_before_write) or leaves the landed
+// row unpublished (publish_after_check), both landings in turn.
 
 #include <cuda/TestCuda_Category.hpp>
 
@@ -48,15 +49,17 @@ void capture(cudaStream_t stream, std::size_t kernels, cudaGraphExec_t& instance
   STATEXFER_EXCHANGE_CUDA_CHECK(cudaGraphDestroy(graph));
 }
 
-void capture_and_replay_exchange(int p, int d) {
-  SCOPED_TRACE("prefill TP " + std::to_string(p) + ", decode TP " + std::to_string(d));
+void capture_and_replay_exchange(int p, int d, statexfer::ImportLanding landing) {
+  const bool lands = landing == statexfer::ImportLanding::publish_after_check;
+  SCOPED_TRACE("prefill TP " + std::to_string(p) + ", decode TP " + std::to_string(d) +
+               (lands ? ", publish after check" : ", check before write"));
   constexpr int capacity = ft::default_exchange_capacity;
   const statexfer::ModelLayout model(ft::mini_regions(), 2);
   cudaStream_t stream;
   STATEXFER_EXCHANGE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   {
     const Exec exec(stream);
-    ft::ExchangeMove<Exec> move(model, p, d, capacity + 2, capacity, exec);  // prepare(exec)
+    ft::ExchangeMove<Exec> move(model, p, d, capacity + 2, capacity, landing, exec);  // prepare(exec)
 
     cudaGraphExec_t exports = nullptr, imports = nullptr;
     capture(stream, static_cast<std::size_t>(2 * p), exports, [&] {
@@ -111,6 +114,10 @@ void capture_and_replay_exchange(int p, int d) {
         if (j == faulty_rank) want[static_cast<std::size_t>(count - 1)] = 10;
         EXPECT_EQ(ft::download(move.import_commands[static_cast<std::size_t>(j)].errors), want) << "decode rank " << j;
         for (int k = 0; k < capacity; ++k) {
+          if (lands && k < count && want[static_cast<std::size_t>(k)] == 10) {  // landed, left unpublished
+            EXPECT_EQ(move.destination_endpoint(j, k + 1), -1) << "decode rank " << j << ", row " << k + 1;
+            continue;
+          }
           const bool written = k < count && want[static_cast<std::size_t>(k)] == 0;
           const auto expected =
               written ? ft::oracle_shard(model.regions(), w.rows[static_cast<std::size_t>(k)], d, j)
@@ -128,9 +135,12 @@ void capture_and_replay_exchange(int p, int d) {
 }
 
 TEST(cuda, exchange_capture_export_and_import) {
-  capture_and_replay_exchange(2, 4);
-  capture_and_replay_exchange(4, 1);
-  capture_and_replay_exchange(1, 8);
+  for (const auto landing :
+       {statexfer::ImportLanding::publish_after_check, statexfer::ImportLanding::check_before_write}) {
+    capture_and_replay_exchange(2, 4, landing);
+    capture_and_replay_exchange(4, 1, landing);
+    capture_and_replay_exchange(1, 8, landing);
+  }
 }
 
 }  // namespace

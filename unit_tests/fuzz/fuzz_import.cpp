@@ -11,13 +11,17 @@
 // imports (well-formed, with stale keys or endpoints, or raw values), the
 // pool's usable-row count and num_ops.
 //
-// The oracle is §17's text, over the records' bytes: each live command's code
-// (5, 1, 2, then per record in source-rank order 9 magic/version, 8
-// fingerprint, 9 fields, 11 slices, 10 checksum, then 4). The pool must then
-// be what it was, except each command of code 0, whose row must be the
-// oracle's shard (test_common/reshard.hpp) of the row the record's slot
-// carried, in every byte a region holds (the alignment gaps between regions
-// keep their bytes); the wires must be unchanged. Any difference aborts; ASan, UBSan
+// Both landings (ImportLanding) run each input, from the same commands into
+// two pools of the same bytes. The oracle is §17's text, over the records'
+// bytes: each live command's code (5, 1, 2, then per record in source-rank
+// order 9 magic/version, 8 fingerprint, 9 fields, 11 slices, 10 checksum,
+// then 4; landing, the checksums' 10 after 4). The pool must then be what it
+// was, except each command of code 0, whose row must be the oracle's shard
+// (test_common/reshard.hpp) of the row the record's slot carried, in every
+// byte a region holds (the alignment gaps between regions keep their bytes),
+// and, landing, each row refused only by its checksum, whose endpoint must
+// be -1 (its regions' other bytes are the payload's); the wires must be
+// unchanged. Any difference aborts; ASan, UBSan
 // and the Kokkos bounds checks catch any access outside the Views.
 
 #include <fuzzer/FuzzedDataProvider.h>
@@ -85,11 +89,12 @@ struct Peer {
 struct Rig {
   ModelLayout model;
   int p, d, j;
-  std::int64_t C, rows, header;
+  std::int64_t C, rows, header, consumed_offset;
   statexfer::SharedWires<Exec> wires;
-  statexfer::StatePool<Exec> pool;
+  statexfer::StatePool<Exec> pool, landing_pool;
   statexfer::StateCommands<Exec> commands;
-  std::unique_ptr<statexfer::PreparedImport<Exec>> import;
+  // check_before_write into `pool`; publish_after_check into `landing_pool`, from the same commands.
+  std::unique_ptr<statexfer::PreparedImport<Exec>> import, landing;
   std::vector<Peer> peers;
   std::vector<std::int64_t> keys, endpoints;      // of each slot's row
   std::vector<std::vector<std::uint8_t>> shards;  // each slot's row on decode rank j
@@ -103,6 +108,7 @@ struct Rig {
         C(c),
         rows(c + 3),
         header(statexfer::record_header_bytes(m)),
+        consumed_offset(m.local(d_, j_).region("consumed_tokens").offset),
         wires(m, p_, d_, c) {
     // Every prefill rank exports C rows into slots 0..C-1 (their shards of random whole rows).
     std::mt19937_64 rng(static_cast<std::uint64_t>(p * 100 + d * 10 + j));
@@ -158,10 +164,16 @@ struct Rig {
       peers.push_back(std::move(peer));
     }
     pool = statexfer::StatePool<Exec>(model.local(d, j), rows, 1);
+    landing_pool = statexfer::StatePool<Exec>(model.local(d, j), rows, 1);
     commands = statexfer::StateCommands<Exec>::allocate(C);
     import = std::make_unique<statexfer::PreparedImport<Exec>>(pool, commands, model, p, statexfer::GroupRank{d, j},
-                                                               wires.importer(j));
+                                                               wires.importer(j),
+                                                               statexfer::ImportLanding::check_before_write);
     import->prepare();
+    landing = std::make_unique<statexfer::PreparedImport<Exec>>(landing_pool, commands, model, p,
+                                                                statexfer::GroupRank{d, j}, wires.importer(j),
+                                                                statexfer::ImportLanding::publish_after_check);
+    landing->prepare();
     for (const Peer& peer : peers)
       for (std::int64_t k = 0; k < C; ++k)
         if (code(peer, peer.pristine, k, keys[static_cast<std::size_t>(k)], endpoints[static_cast<std::size_t>(k)]) !=
@@ -169,9 +181,10 @@ struct Rig {
           fail("the oracle refuses a record as exported");
   }
 
-  /// §17's code for the record at `slot` of `bytes` (a peer's wire image), for an import of (key, endpoint).
+  /// §17's code for the record at `slot` of `bytes` (a peer's wire image), for an import of (key, endpoint);
+  /// without `checksum`, every check but the checksum's.
   std::int32_t code(const Peer& peer, const std::vector<std::uint8_t>& bytes, std::int64_t slot, std::int64_t key,
-                    std::int64_t endpoint) const {
+                    std::int64_t endpoint, bool checksum = true) const {
     const std::int64_t at = slot * peer.record_bytes;
     if (load<std::uint32_t>(bytes, at) != 0x52585453u || load<std::uint32_t>(bytes, at + 4) != 1) return 9;
     if (load<std::uint64_t>(bytes, at + 8) != model.fingerprint()) return 8;
@@ -188,7 +201,8 @@ struct Rig {
           load<std::int32_t>(bytes, e + 8) != peer.slices[g].end || load<std::int32_t>(bytes, e + 12) != 0)
         return 11;
     }
-    if (ft::oracle_checksum(bytes.data() + at, header, peer.payload_bytes) != load<std::uint64_t>(bytes, at + 64))
+    if (checksum &&
+        ft::oracle_checksum(bytes.data() + at, header, peer.payload_bytes) != load<std::uint64_t>(bytes, at + 64))
       return 10;
     return 0;
   }
@@ -340,6 +354,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     put(rig.wires.wire(rig.peers[static_cast<std::size_t>(q)].rank, rig.j), images[static_cast<std::size_t>(q)]);
   put(rig.pool.backing(), pool);
   put(rig.pool.memory_capacity(), std::vector<std::int64_t>{usable, 1});
+  put(rig.landing_pool.backing(), pool);
+  put(rig.landing_pool.memory_capacity(), std::vector<std::int64_t>{usable, 1});
   put(rig.commands.request_slots, slots);
   put(rig.commands.source_slots, src);
   put(rig.commands.destination_slots, dst);
@@ -350,9 +366,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   rig.import->validate(Exec());
   rig.import->apply(Exec());
   Kokkos::fence();
+  const auto codes = get<std::int32_t>(rig.commands.errors);
+  rig.landing->validate(Exec());
+  rig.landing->apply(Exec());
+  Kokkos::fence();
+  const auto landing_codes = get<std::int32_t>(rig.commands.errors);
 
   // The oracle.
-  std::vector<std::int32_t> want(static_cast<std::size_t>(C), 0);
+  std::vector<std::int32_t> want(static_cast<std::size_t>(C), 0), want_landing(want);
+  std::vector<std::uint8_t> landed = pool;  // the landing import's pool
   const bool bad = count < 0 || count > C;
   const std::int64_t live = bad ? 0 : count, slots_usable = std::min(usable, R);
   std::vector<int> row_users(static_cast<std::size_t>(R), 0), slot_users(static_cast<std::size_t>(C), 0);
@@ -365,21 +387,41 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::int64_t r = 0; r < C; ++r) {
     const auto at = static_cast<std::size_t>(r);
     std::int32_t& code = want[at];
+    std::int32_t& landing_code = want_landing[at];
     if (bad) {
-      code = 5;
+      code = landing_code = 5;
     } else if (r >= live) {
-      code = 0;
+      code = landing_code = 0;
     } else if (op[at] != statexfer::op_import) {
-      code = 1;
+      code = landing_code = 1;
     } else if (src[at] < 0 || src[at] >= C || dst[at] <= 0 || dst[at] >= slots_usable) {
-      code = 2;
+      code = landing_code = 2;
     } else {
+      // Checking first: each record's codes in turn, the checksum's among them, then 4. Landing: each
+      // record's codes but the checksum's, then 4, then the checksums (10).
+      const bool aliased =
+          row_users[static_cast<std::size_t>(dst[at])] > 1 || slot_users[static_cast<std::size_t>(src[at])] > 1;
       for (int q = 0; q < P && code == 0; ++q)
         code = rig.code(rig.peers[static_cast<std::size_t>(q)], images[static_cast<std::size_t>(q)], src[at], keys[at],
                         end[at]);
-      if (code == 0 &&
-          (row_users[static_cast<std::size_t>(dst[at])] > 1 || slot_users[static_cast<std::size_t>(src[at])] > 1))
-        code = 4;
+      if (code == 0 && aliased) code = 4;
+      for (int q = 0; q < P && landing_code == 0; ++q)
+        landing_code = rig.code(rig.peers[static_cast<std::size_t>(q)], images[static_cast<std::size_t>(q)], src[at],
+                                keys[at], end[at], false);
+      if (landing_code == 0 && aliased) landing_code = 4;
+      if (landing_code == 0) {
+        for (int q = 0; q < P && landing_code == 0; ++q)
+          landing_code = rig.code(rig.peers[static_cast<std::size_t>(q)], images[static_cast<std::size_t>(q)], src[at],
+                                  keys[at], end[at]);
+        // Landed: a refused row's region bytes are the payload's, as read (not checked here), and its endpoint
+        // -1; a passing one's the shard, published.
+        const std::size_t row = static_cast<std::size_t>(dst[at] * rig.pool.row_bytes());
+        const auto got = get<std::uint8_t>(rig.landing_pool.backing());
+        const auto& shard = rig.shards[static_cast<std::size_t>(src[at])];
+        for (std::size_t b = 0; b < shard.size(); ++b)
+          if (rig.held[b] != 0) landed[row + b] = landing_code == 0 ? shard[b] : got[row + b];
+        if (landing_code != 0) store(landed, static_cast<std::int64_t>(row) + rig.consumed_offset, std::int64_t{-1});
+      }
     }
     if (code == 0 && r < live) {
       const auto& shard = rig.shards[static_cast<std::size_t>(src[at])];
@@ -388,7 +430,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
 
-  const auto codes = get<std::int32_t>(rig.commands.errors);
+  if (landing_codes != want_landing) {
+    std::string got, expected;
+    for (std::int64_t r = 0; r < C; ++r)
+      got += std::to_string(landing_codes[static_cast<std::size_t>(r)]) + " ",
+          expected += std::to_string(want_landing[static_cast<std::size_t>(r)]) + " ";
+    fail("landing: codes " + got + "differ from the oracle's " + expected);
+  }
+  if (get<std::uint8_t>(rig.landing_pool.backing()) != landed) fail("landing: pool bytes differ from the oracle's");
   if (codes != want) {
     std::string got, expected;
     for (std::int64_t r = 0; r < C; ++r)
