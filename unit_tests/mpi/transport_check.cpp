@@ -7,8 +7,9 @@
 //     test_common/reshard.hpp's oracle_shard of the whole row;
 //  2. faults sent to one decode rank (a flipped payload byte to the last, a
 //     record of another model's layout to the first) refuse those requests on
-//     every decode rank (codes 10 and 8 after the decode group's combine) and
-//     nothing is written on any;
+//     every decode rank (codes 10 and 8 after the decode group's combine):
+//     the corrupted payload, landed before its checksum failed, is published
+//     on none (§17's default landing), the other record written on none;
 //  3. a partial batch moves only its live records (the wire bytes past them
 //     keep what they held), and an empty one moves nothing;
 //  4. the constructor names what it refuses; send() on a decode rank and a
@@ -279,7 +280,14 @@ int check(int p, int d, bool decode_first) {
     }
     const auto image = download(pool.backing());
     const std::int64_t rb = pool.row_bytes();
+    const std::int64_t endpoint_at = model.local(d, local).region("consumed_tokens").offset;
     for (int k = 0; k < static_cast<int>(capacity); ++k) {
+      if (k < count && want[static_cast<std::size_t>(k)] == 10) {  // landed (§17's default), never published
+        std::int64_t endpoint = 0;
+        std::memcpy(&endpoint, image.data() + (k + 1) * rb + endpoint_at, 8);
+        if (endpoint != -1) report.fail(std::string(what) + ": row " + std::to_string(k + 1) + " was published");
+        continue;
+      }
       const bool written = k < count && want[static_cast<std::size_t>(k)] == 0;
       const auto want_row =
           written ? statexfer::test::oracle_shard(model.regions(), w.rows[static_cast<std::size_t>(k)], d, local)
