@@ -282,7 +282,11 @@ int check(int p, int d, bool decode_first) {
     const std::int64_t rb = pool.row_bytes();
     const std::int64_t endpoint_at = model.local(d, local).region("consumed_tokens").offset;
     for (int k = 0; k < static_cast<int>(capacity); ++k) {
-      if (k < count && want[static_cast<std::size_t>(k)] == 10) {  // landed (§17's default), never published
+      // A refused request lands (§17's default) where its records pass every check but the checksums: the
+      // damaged payload (10) on every decode rank, the other model's record (8, sent to decode rank 0) on the
+      // other ranks; landed, it must be published on none, its endpoint -1.
+      const std::int32_t code = k < count ? want[static_cast<std::size_t>(k)] : 0;
+      if (code == 10 || (code == 8 && local != 0)) {
         std::int64_t endpoint = 0;
         std::memcpy(&endpoint, image.data() + (k + 1) * rb + endpoint_at, 8);
         if (endpoint != -1) report.fail(std::string(what) + ": row " + std::to_string(k + 1) + " was published");
