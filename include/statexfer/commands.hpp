@@ -19,7 +19,8 @@
 namespace statexfer {
 
 /// Device-side validation result of one command (docs/CONTRACT.md §4). 0 means the command
-/// applies; any other code means it writes nothing.
+/// applies; any other code means it writes nothing (an import that landed leaves its row
+/// unpublished, §17).
 enum class CommandError : std::int32_t {
   none = 0,
   invalid_operation = 1,  ///< not 0 (copy) or 1 (reset), nor 2..4 with a host tier, nor 5 with speculative positions

@@ -102,7 +102,7 @@ struct ExchangeData {
     v.segments = model.segment_count();
     v.plan = Kokkos::View<ExchangePlan*, memory_space>("statexfer::exchange_plan", n);
     v.moves = Kokkos::View<std::int32_t*, memory_space>("statexfer::exchange_list", move_rows + n);
-    v.tickets = Kokkos::View<std::int64_t*, memory_space>("statexfer::exchange_tickets", 2);
+    v.tickets = Kokkos::View<std::int64_t*, memory_space>("statexfer::exchange_tickets", 1);
     const ExecutionSpace exec;
     // Teams of 128 moving chunks on GPUs (chunk_bytes), a wave of as many as their launch bounds fit: the
     // export's and the import's applies (export_teams_per_sm), the import's sums; hosts a team of one a thread.

@@ -61,7 +61,7 @@ struct ExchangeViews {
   Kokkos::View<const RecordSlice*, MemorySpace> slices;
   Kokkos::View<const ExchangeChunk*, MemorySpace> chunks;
   Kokkos::View<std::uint64_t*, MemorySpace> sums;    // [C x peers]: checksum words summed so far
-  Kokkos::View<std::int64_t*, MemorySpace> tickets;  // (1): an apply's counter (unit_tickets.hpp); (0) unused
+  Kokkos::View<std::int64_t*, MemorySpace> tickets;  // (0): the grid's counter (unit_tickets.hpp)
   Kokkos::View<const std::int64_t*, MemorySpace> memory_capacity;
   std::uint8_t* pool = nullptr;  // the pool backing
   std::int64_t capacity = 0, rows = 0, row_bytes = 0, consumed_offset = 0, key_offset = -1;
@@ -161,7 +161,7 @@ struct ExportApplyFunctor {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(v.moves(move_count)) * chunks;
     ChecksumCarry<member_type, decltype(v.sums)> carry;
-    const UnitTickets<std::int64_t> tickets{&v.tickets(1), total};
+    const UnitTickets<std::int64_t> tickets{&v.tickets(0), total};
     for (auto units = tickets.first(team); units.begin < units.end;) {
       const std::int64_t drawn = tickets.ask(team), u = units.begin;
       const std::int64_t k = u / chunks, ci = u - k * chunks;
@@ -363,7 +363,7 @@ struct ImportApplyFunctor {
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(v.moves(move_count)) * chunks;
-    const UnitTickets<std::int64_t> tickets{&v.tickets(1), total};
+    const UnitTickets<std::int64_t> tickets{&v.tickets(0), total};
     for (auto units = tickets.first(team); units.begin < units.end;) {
       // Last unit first: the sums read the records in unit order, so their last
       // units are the likeliest still in L2 (perf_tests/RESULTS.md).

@@ -34,7 +34,7 @@ struct ImportLandFunctor {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(v.moves(move_count)) * chunks;
     ChecksumCarry<member_type, decltype(v.sums)> carry;
-    const UnitTickets<std::int64_t> tickets{&v.tickets(1), total};
+    const UnitTickets<std::int64_t> tickets{&v.tickets(0), total};
     for (auto units = tickets.first(team); units.begin < units.end;) {
       const std::int64_t drawn = tickets.ask(team), u = units.begin;
       const std::int64_t k = u / chunks, ci = u - k * chunks;
