@@ -91,6 +91,28 @@ struct ExchangeViews {
     if (p.row == nullptr || p.slot < 0) return 2;
     return 0;
   }
+  /// Where a grid's (row r, chunk ci) unit moves: its record, the chunk's bytes
+  /// in the pool row and in the record's payload, the sums' index and the
+  /// chunk's first record word.
+  struct Place {
+    std::uint8_t* record;
+    std::uint8_t* row;
+    std::uint8_t* payload;
+    ExchangeChunk chunk;
+    std::int64_t at, first;
+  };
+  KOKKOS_INLINE_FUNCTION Place place(std::int32_t r, std::int64_t ci) const {
+    const ExchangeChunk ch = chunks(ci);
+    const PeerEntry pe = peers(ch.peer);
+    const ExchangePlan p = plan(r);
+    std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
+    return {record,
+            p.row + ch.row_offset,
+            record + pe.header_bytes + ch.payload_offset,
+            ch,
+            std::int64_t(r) * peer_count + ch.peer,
+            (pe.header_bytes + ch.payload_offset) / 8};
+  }
   /// The decision's end: the rows whose command passed, listed for the apply.
   template <class Member>
   KOKKOS_INLINE_FUNCTION void list_passed(const Member& team, std::int32_t live) const {
@@ -167,20 +189,15 @@ struct ExportApplyFunctor {
       const std::int64_t k = u / chunks, ci = u - k * chunks;
       const std::int32_t r = v.moves(move_rows + k);
       if (v.errors(r) == 0) {  // not refused across the group since validate()
-        const ExchangeChunk ch = v.chunks(ci);
-        const PeerEntry pe = v.peers(ch.peer);
-        const ExchangePlan p = v.plan(r);
-        std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
-        std::uint8_t* dst = record + pe.header_bytes + ch.payload_offset;
-        const std::int64_t at = std::int64_t(r) * v.peer_count + ch.peer,
-                           first = (pe.header_bytes + ch.payload_offset) / 8;
+        const auto c = v.place(r, ci);
+        const ExchangeChunk& ch = c.chunk;
         if (team.team_size() < 32) {  // hosts' teams of one: the C library, then the words summed
-          team_move(team, dst, p.row + ch.row_offset, ch.length);
-          std::memset(dst + ch.length, 0, static_cast<std::size_t>(ch.padding));
-          carry.add(team, v.sums, at, record, first, (ch.length + ch.padding) / 8);
+          team_move(team, c.payload, c.row, ch.length);
+          std::memset(c.payload + ch.length, 0, static_cast<std::size_t>(ch.padding));
+          carry.add(team, v.sums, c.at, c.record, c.first, (ch.length + ch.padding) / 8);
         } else {
-          carry.into(team, v.sums, at);
-          carry.sum += team_move_sum(team, dst, p.row + ch.row_offset, ch.length, ch.padding, first);
+          carry.into(team, v.sums, c.at);
+          carry.sum += team_move_sum(team, c.payload, c.row, ch.length, ch.padding, c.first);
         }
       }
       units = tickets.next(team, drawn);
@@ -371,11 +388,8 @@ struct ImportApplyFunctor {
       const std::int64_t k = u / chunks, ci = u - k * chunks;
       const std::int32_t r = v.moves(move_rows + k);
       if (v.errors(r) == 0) {  // not refused across the group since validate()
-        const ExchangeChunk ch = v.chunks(ci);
-        const PeerEntry pe = v.peers(ch.peer);
-        const ExchangePlan p = v.plan(r);
-        const std::uint8_t* src = pe.wire + p.slot * pe.record_bytes + pe.header_bytes + ch.payload_offset;
-        team_move<export_words_in_flight>(team, p.row + ch.row_offset, src, ch.length);
+        const auto c = v.place(r, ci);
+        team_move<export_words_in_flight>(team, c.row, c.payload, c.chunk.length);
       }
       units = tickets.next(team, drawn);
     }

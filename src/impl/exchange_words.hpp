@@ -126,6 +126,28 @@ KOKKOS_INLINE_FUNCTION void team_move(const Member& team, std::uint8_t* dst, con
   flat_move_widest<Words>(dst, src, n, team.team_rank(), team.team_size());
 }
 
+/// 16-byte words [0, pairs) from s16 to d16 by thread t of `threads`, each
+/// summed as record words first + 2q and first + 2q + 1 (the export's and the
+/// landing import's moves: the same words, stored on either side):
+/// export_words_in_flight a thread loaded before any is stored, a 16 KiB chunk
+/// a round of a team of 128. Returns the thread's sum.
+KOKKOS_INLINE_FUNCTION std::uint64_t move_sum_pairs(int t, int threads, Word16* d16, const Word16* s16, int pairs,
+                                                    std::int64_t first) {
+  std::uint64_t sum = 0;
+  constexpr int ahead = export_words_in_flight;
+  for (int base = t; base < pairs; base += threads * ahead) {
+    Word16 v[ahead];
+    for (int j = 0; j < ahead; ++j) v[j] = base + j * threads < pairs ? s16[base + j * threads] : Word16{};
+    for (int j = 0; j < ahead; ++j) {
+      const int q = base + j * threads;
+      if (q >= pairs) continue;
+      d16[q] = v[j];
+      sum += checksum_word(v[j].lo, first + 2 * q) + checksum_word(v[j].hi, first + 2 * q + 1);
+    }
+  }
+  return sum;
+}
+
 /// GPUs' export of one chunk: `length` bytes from src then `padding` zeros to
 /// dst, the record's words `first`.. (dst is 8-byte aligned), each summed as
 /// it is stored, so the record is not read back. Returns the thread's sum.
@@ -150,19 +172,8 @@ KOKKOS_INLINE_FUNCTION std::uint64_t team_move_sum(const Member& team, std::uint
   if ((shared & 15) == 0) {
     head = (reinterpret_cast<std::uintptr_t>(dst) & 15) != 0 && full > 0 ? 1 : 0;
     pairs = (full - head) / 2;
-    const auto* s16 = reinterpret_cast<const Word16*>(src + 8 * head);
-    auto* d16 = reinterpret_cast<Word16*>(dst + 8 * head);
-    constexpr int ahead = export_words_in_flight;  // an export chunk a round of a team of 128
-    for (int base = t; base < pairs; base += threads * ahead) {
-      Word16 v[ahead];
-      for (int j = 0; j < ahead; ++j) v[j] = base + j * threads < pairs ? s16[base + j * threads] : Word16{};
-      for (int j = 0; j < ahead; ++j) {
-        const int q = base + j * threads;
-        if (q >= pairs) continue;
-        d16[q] = v[j];
-        sum += checksum_word(v[j].lo, first + head + 2 * q) + checksum_word(v[j].hi, first + head + 2 * q + 1);
-      }
-    }
+    sum += move_sum_pairs(t, threads, reinterpret_cast<Word16*>(dst + 8 * head),
+                          reinterpret_cast<const Word16*>(src + 8 * head), pairs, first + head);
   }
   // What the pairs left: the head word, then words [head + 2 pairs, words), a thread each.
   const int rest = head + (words - head - 2 * pairs);
@@ -192,19 +203,8 @@ KOKKOS_INLINE_FUNCTION std::uint64_t team_land_sum(const Member& team, std::uint
   if ((shared & 15) == 0) {
     head = (reinterpret_cast<std::uintptr_t>(src) & 15) != 0 && full > 0 ? 1 : 0;
     pairs = (full - head) / 2;
-    const auto* s16 = reinterpret_cast<const Word16*>(src + 8 * head);
-    auto* d16 = reinterpret_cast<Word16*>(dst + 8 * head);
-    constexpr int ahead = export_words_in_flight;  // a 16 KiB chunk a round of a team of 128
-    for (int base = t; base < pairs; base += threads * ahead) {
-      Word16 v[ahead];
-      for (int j = 0; j < ahead; ++j) v[j] = base + j * threads < pairs ? s16[base + j * threads] : Word16{};
-      for (int j = 0; j < ahead; ++j) {
-        const int q = base + j * threads;
-        if (q >= pairs) continue;
-        d16[q] = v[j];
-        sum += checksum_word(v[j].lo, first + head + 2 * q) + checksum_word(v[j].hi, first + head + 2 * q + 1);
-      }
-    }
+    sum += move_sum_pairs(t, threads, reinterpret_cast<Word16*>(dst + 8 * head),
+                          reinterpret_cast<const Word16*>(src + 8 * head), pairs, first + head);
   }
   // What the pairs left: the head word, then words [head + 2 pairs, words), a thread each; a word
   // the payload ends in, or one the row holds 8-byte misaligned, is stored byte by byte.

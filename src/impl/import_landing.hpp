@@ -38,20 +38,14 @@ struct ImportLandFunctor {
     for (auto units = tickets.first(team); units.begin < units.end;) {
       const std::int64_t drawn = tickets.ask(team), u = units.begin;
       const std::int64_t k = u / chunks, ci = u - k * chunks;
-      const std::int32_t r = v.moves(move_rows + k);
-      const ExchangeChunk ch = v.chunks(ci);
-      const PeerEntry pe = v.peers(ch.peer);
-      const ExchangePlan p = v.plan(r);
-      const std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
-      const std::int64_t at = std::int64_t(r) * v.peer_count + ch.peer,
-                         first = (pe.header_bytes + ch.payload_offset) / 8;
-      std::uint8_t* dst = p.row + ch.row_offset;
+      const auto c = v.place(v.moves(move_rows + k), ci);
+      const ExchangeChunk& ch = c.chunk;
       if (team.team_size() < 32) {  // hosts' teams of one: the C library, then the words summed
-        team_move(team, dst, record + 8 * first, ch.length);
-        carry.add(team, v.sums, at, record, first, (ch.length + ch.padding) / 8);
+        team_move(team, c.row, c.payload, ch.length);
+        carry.add(team, v.sums, c.at, c.record, c.first, (ch.length + ch.padding) / 8);
       } else {
-        carry.into(team, v.sums, at);
-        carry.sum += team_land_sum(team, dst, record + 8 * first, ch.length, ch.padding, first);
+        carry.into(team, v.sums, c.at);
+        carry.sum += team_land_sum(team, c.row, c.payload, ch.length, ch.padding, c.first);
       }
       units = tickets.next(team, drawn);
     }
