@@ -328,7 +328,7 @@ TEST(TEST_CATEGORY, host_tier_construction_errors) {
 
 // With a host tier bound, validate() and apply() still launch only kernels:
 // no allocation, fence or copy (they are captured in CUDA graphs), one launch
-// each, three for validate() where it sorts (ToolCounts::default_validate_launches).
+// each, two for validate() where it sorts (ToolCounts::default_validate_launches).
 TEST(TEST_CATEGORY, host_tier_launches_without_allocation) {
   using namespace host_tier;
   using ft::ToolCounts;

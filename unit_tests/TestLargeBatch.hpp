@@ -151,7 +151,8 @@ inline void fill_table(Rng& rng, ft::NpyArray& table, std::int64_t P, int distin
 
 // One batch of `scenario` on the configuration: new tables, state rows, consumed
 // endpoints, memory capacity, commands and count. Returns the live count.
-inline std::int64_t fill_batch(Rng& rng, const Shape& s, Case& c, Scenario scenario) {
+inline std::int64_t fill_batch(Rng& rng, const Shape& s, Case& c, Scenario scenario,
+                               std::optional<std::int64_t> forced_count = std::nullopt) {
   const std::int64_t C = s.C, PT = s.PT, W = s.W, N = s.N, P = s.P;
   const bool mixed = scenario == Scenario::mixed;
   const bool collide_tables = mixed && unit(rng) < 0.3;
@@ -204,11 +205,13 @@ inline std::int64_t fill_batch(Rng& rng, const Shape& s, Case& c, Scenario scena
     return snaps[next_snap++ % snaps.size()];
   };
 
-  // Count. Half the partial counts are a few rows (up to twice the contract's 64, which
-  // validate() above 64 commands decides without its sort up to 64).
-  const std::int64_t few = 2 * statexfer::max_capacity;
+  // Count. Half the partial counts are a few rows (up to twice the 256 live rows up to
+  // which the sorted validation compares every pair on GPUs, 128 on hosts).
+  const std::int64_t few = 512;
   std::int64_t count = C;
-  if (scenario == Scenario::invalid_count)
+  if (forced_count)
+    count = *forced_count;
+  else if (scenario == Scenario::invalid_count)
     count = choice<std::int64_t>(
         rng, {-1, C + 1, 2 * C, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()});
   else if (scenario == Scenario::junk_after_count)
@@ -497,12 +500,12 @@ TEST(TEST_CATEGORY, large_batch_reused_transfer) {
   }
 }
 
-// validate() is one launch where it compares every pair of rows (up to 64
-// commands; 256 on GPUs) and three where it sorts (keys, sort and look up,
-// decide), apply() one; none of them allocates, fences or copies (they are
+// validate() is one launch where it compares every pair of rows (up to 128
+// commands on hosts, 256 on GPUs) and two where it sorts (pairs or keys; sort,
+// look up and decide), apply() one; none of them allocates, fences or copies (they are
 // captured in CUDA graphs). The counts are exact on every Kokkos version: zero
 // launches would fail too.
-TEST(TEST_CATEGORY, large_batch_validate_is_three_launches_without_allocation) {
+TEST(TEST_CATEGORY, large_batch_validate_launches_without_allocation) {
   using namespace large_batch;
   const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
   for (const std::int64_t C : {64, 256, 4096}) {
@@ -522,7 +525,7 @@ TEST(TEST_CATEGORY, large_batch_validate_is_three_launches_without_allocation) {
     });
     exec.fence();
     EXPECT_EQ(validate_launches, ft::default_validate_launches(C, device));
-    EXPECT_EQ(bound.transfer->launch_plan().sorted_validation, validate_launches == 3);
+    EXPECT_EQ(bound.transfer->launch_plan().sorted_validation, validate_launches == 2);
     EXPECT_EQ(ToolCounts::parallel_for, validate_launches + 1);
     ToolCounts::expect_capturable();
   }
@@ -530,7 +533,7 @@ TEST(TEST_CATEGORY, large_batch_validate_is_three_launches_without_allocation) {
 
 // Both validations above 64 commands, chosen by options.expert.validate_pairs_capacity
 // on every backend: the pair compares' one launch (512) and the sorted
-// validation's three (64) give the reference's codes and bytes for every
+// validation's two (64) give the reference's codes and bytes for every
 // scenario at C = 128, 256 and 512, one transfer reused across the batches.
 TEST(TEST_CATEGORY, large_batch_validate_designs_match_reference) {
   using namespace large_batch;
@@ -558,7 +561,48 @@ TEST(TEST_CATEGORY, large_batch_validate_designs_match_reference) {
       const TEST_EXECSPACE& exec = bound.transfer->execution_space_instance();
       ToolCounts::count([&] { bound.transfer->validate(exec); });
       exec.fence();
-      EXPECT_EQ(ToolCounts::parallel_for, C > pairs ? 3 : 1);
+      EXPECT_EQ(ToolCounts::parallel_for, C > pairs ? 2 : 1);
+    }
+}
+
+// The sorted validation's first launch decides a batch of up to its pair
+// compares' capacity of live rows alone (SortedFirstFunctor), and leaves more to
+// the sort: live counts of 0, 1, an odd few, that capacity and one more, and
+// all, at C = 512 and 4096, by default and with the line at 64, each against the
+// reference (rows past the count that would collide if counted included), one
+// transfer reused.
+TEST(TEST_CATEGORY, large_batch_sorted_validation_pairs_up_to_their_capacity) {
+  using namespace large_batch;
+  const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
+  for (const int option : {0, 64})
+    for (const std::int64_t C : {512, 4096}) {
+      const std::int64_t pairs = option > 0 ? option : device ? 256 : 128;
+      SCOPED_TRACE("capacity " + std::to_string(C) + ", pair compares up to " + std::to_string(pairs));
+      Rng rng(0x5f1e5700ULL + static_cast<std::uint64_t>(C) * 3 + static_cast<std::uint64_t>(option));
+      Shape shape{};
+      Case c = make_config(rng, C, /*trailing=*/true, 1, &shape);
+      statexfer::TransferOptions options;
+      options.expert.validate_pairs_capacity = option;
+      Bound bound(c, options);
+      ASSERT_TRUE(bound.transfer->launch_plan().sorted_validation);
+      EXPECT_NE(bound.transfer->launch_summary().find("pairs up to " + std::to_string(pairs) + " live"),
+                std::string::npos)
+          << bound.transfer->launch_summary();
+      for (const std::int64_t count :
+           {std::int64_t(0), std::int64_t(1), std::int64_t(7), pairs - 1, pairs, pairs + 1, C})
+        for (const Scenario scenario : {Scenario::mixed, Scenario::one_destination, Scenario::junk_after_count}) {
+          fill_batch(rng, shape, c, scenario, count);
+          const std::string what = std::string(name(scenario)) + " with " + std::to_string(count) + " live";
+          const ft::CaseOutputs expected = statexfer::test::reference_run(c);
+          const ft::CaseOutputs actual = bound.run(c);
+          const ft::Comparison cmp = ft::compare_outputs(actual, expected);
+          ASSERT_TRUE(cmp.identical()) << what << ": " << ft::describe(cmp);
+          if (scenario == Scenario::one_destination && count >= 2) {
+            EXPECT_EQ(count_code(expected, C, 4, count), count) << what << ": every live row collides";
+          }
+          c.arrays["backing"] = *expected.backing;
+          for (const auto& [n, cache] : expected.caches) c.arrays["cache_" + n] = cache;
+        }
     }
 }
 
@@ -590,7 +634,7 @@ TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) 
           C <= 64 && (design == FusedDesign::flat_grid || (device && automatic && C <= 8 && KOKKOS_VERSION >= 40000));
       const bool one =
           C <= 64 && (design == FusedDesign::flat_grid || (device && (automatic || design == FusedDesign::teams)));
-      EXPECT_EQ(ToolCounts::parallel_for, one ? 1 : C <= 64 ? 2 : 4);
+      EXPECT_EQ(ToolCounts::parallel_for, one ? 1 : C <= 64 ? 2 : 3);
       const statexfer::LaunchPlan p = bound.transfer->launch_plan();
       EXPECT_EQ(p.validate_and_apply, !one   ? FusedDesign::two_launches
                                       : flat ? FusedDesign::flat_grid

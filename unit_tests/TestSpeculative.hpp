@@ -424,7 +424,7 @@ TEST(TEST_CATEGORY, speculative_construction_errors) {
 }
 
 // With commits and keys, validate() and apply() still launch only kernels: no
-// allocation, fence or copy, one launch each, three for validate() where it
+// allocation, fence or copy, one launch each, two for validate() where it
 // sorts (ToolCounts::default_validate_launches).
 TEST(TEST_CATEGORY, speculative_launches_without_allocation) {
   using namespace speculative;

@@ -16,12 +16,13 @@ namespace statexfer {
 /// The launches prepare() chose (unstable).
 struct LaunchPlan {
   // validate()
-  bool sorted_validation = false;  ///< keys, sort and look up, decide (three launches), else the pair compares
-  int validate_league = 0;         ///< teams (the pair compares' one launch)
-  int validate_team_size = 0;      ///< threads a team (sorted: of the sort and look-up launch)
-  int validate_vector_length = 0;  ///< vector lanes a thread
-  int validate_rows_per_team = 0;  ///< rows a team decides
+  bool sorted_validation = false;  ///< pairs or keys, then sort, look up and decide (two launches), else the pairs
+  int validate_league = 0;         ///< teams of the pair compares (sorted: of its first launch)
+  int validate_team_size = 0;      ///< threads a team of the pair compares
+  int validate_vector_length = 0;  ///< vector lanes a thread of the pair compares
+  int validate_rows_per_team = 0;  ///< rows a team of the pair compares decides
   int sort_teams = 0;              ///< sorted: teams of the sort and look-up launch
+  int sort_team_size = 0;          ///< sorted: threads a team of the sort and look-up launch
   // apply()
   std::int64_t work_items = 0;             ///< capacity x work items a row
   ApplyDesign apply = ApplyDesign::teams;  ///< what runs (never automatic)

@@ -64,7 +64,8 @@ struct ExpertOptions {
   /// apply()'s teams never use Hopper's bulk copies (by default they do where the device has them).
   bool no_bulk_copies = false;
   /// The largest capacity validate() decides in one launch comparing every pair of rows (64, 128, 256 or 512);
-  /// above it, the sorted validation's three launches (docs/CONTRACT.md §8). 0: 256 on GPUs, 128 on hosts.
+  /// above it, the sorted validation's two launches, whose first compares every pair of up to that many live
+  /// rows (docs/CONTRACT.md §8). 0: 256 on GPUs, 128 on hosts.
   int validate_pairs_capacity = 0;
   /// validate()'s pair compares on GPUs: rows each team decides (1 to 64); 0: 8 above 32 commands, else all.
   int validate_rows_per_team = 0;

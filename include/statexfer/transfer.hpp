@@ -125,7 +125,7 @@ class PreparedStateTransfer {
   bool prepared() const noexcept;
 
   /// Enqueue validation: writes `errors` (and the plan apply() reads). One
-  /// kernel; three for capacities above 64 (keys, sort, decide).
+  /// kernel; two where it sorts (docs/CONTRACT.md §8).
   void validate() const;
   void validate(const ExecutionSpace& exec) const;
   /// Enqueue the writes of every command the last validate() found live with

@@ -71,7 +71,7 @@ inline int default_compact_words(std::int64_t longest_item) { return longest_ite
 
 /// The largest capacity validate() compares every pair of rows at by default:
 /// the pair compares' one launch decided 128 commands faster than the sorted
-/// validation's three on GPUs and hosts, 256 on GPUs only, where its teams
+/// validation's launches on GPUs and hosts, 256 on GPUs only, where its teams
 /// spread over the SMs; hosts' teams of one thread scan every peer alone
 /// (perf_tests/RESULTS.md).
 inline std::int64_t pairs_capacity(const ExpertOptions& o, bool host) {
@@ -216,28 +216,24 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   if (apply == ApplyDesign::persistent && !persistent_fits) apply = ApplyDesign::compact;
   if (apply == ApplyDesign::compact && !compact_fits) apply = ApplyDesign::teams;
   p.apply = apply;
-  // validate()
+  // validate(): the pair compares at capacity c, or where it sorts, its first launch's at the pairs
+  // capacity (up to that many live rows it compares every pair; SortedFirstFunctor).
+  const int ci = static_cast<int>(p.sorted_validation ? pairs_capacity(o, host) : c);
+  const int rows = std::min(ci, o.validate_rows_per_team > 0 ? o.validate_rows_per_team : !host && ci > 32 ? 8 : 64);
+  const int per_lane = o.validate_peers_per_lane > 0 ? o.validate_peers_per_lane : rows < ci ? 4 : 8;
+  const auto threads_max = [&](int lanes) { return d.validate_threads_max[log2_exact(lanes)]; };
+  const int max_lanes = std::min(rows < ci ? 64 : 4, std::min(d.vector_length_max, 64));
+  int lanes = 1;
+  while (!host && lanes * per_lane < ci && (rows < ci || ci > 2 * per_lane) && 2 * lanes <= max_lanes &&
+         2 * lanes * rows <= d.validate_max_threads && threads_max(2 * lanes) >= rows)
+    lanes *= 2;
+  p.validate_vector_length = lanes;
+  p.validate_rows_per_team = rows;
+  p.validate_league = (ci + rows - 1) / rows;
+  p.validate_team_size = host ? 1 : std::max(1, std::min(threads_max(lanes), rows));
   if (p.sorted_validation) {
     p.sort_teams = d.sort_teams;
-    p.validate_team_size =
-        host ? 1 : std::min(std::max(1, std::min(d.sort_team_max, 1024)), std::max(1, d.sort_chunk / 2));
-    p.validate_league = 1;
-    p.validate_vector_length = 1;
-    p.validate_rows_per_team = static_cast<int>(c);
-  } else {
-    const int ci = static_cast<int>(c);
-    const int rows = std::min(ci, o.validate_rows_per_team > 0 ? o.validate_rows_per_team : !host && ci > 32 ? 8 : 64);
-    const int per_lane = o.validate_peers_per_lane > 0 ? o.validate_peers_per_lane : rows < ci ? 4 : 8;
-    const auto threads_max = [&](int lanes) { return d.validate_threads_max[log2_exact(lanes)]; };
-    const int max_lanes = std::min(rows < ci ? 64 : 4, std::min(d.vector_length_max, 64));
-    int lanes = 1;
-    while (!host && lanes * per_lane < ci && (rows < ci || ci > 2 * per_lane) && 2 * lanes <= max_lanes &&
-           2 * lanes * rows <= d.validate_max_threads && threads_max(2 * lanes) >= rows)
-      lanes *= 2;
-    p.validate_vector_length = lanes;
-    p.validate_rows_per_team = rows;
-    p.validate_league = (ci + rows - 1) / rows;
-    p.validate_team_size = host ? 1 : std::max(1, std::min(threads_max(lanes), rows));
+    p.sort_team_size = host ? 1 : std::min(std::max(1, std::min(d.sort_team_max, 1024)), std::max(1, d.sort_chunk / 2));
   }
   // validate_and_apply(): on hosts every team or block would repeat the loads
   // of every row on the CPU. On GPUs one launch saves validate()'s ahead of

@@ -26,13 +26,13 @@ KOKKOS_INLINE_FUNCTION int move_kind(std::int32_t code, std::int32_t flags) {
   return (flags & plan_remap) ? 2 : 1;
 }
 
-/// Called by every thread of every team of a launch once its writes are done:
-/// true, on every thread of it, for the last team to get here (`done` counts
-/// the teams; the caller sets it back to 0). One team needs no atomic: its
-/// barrier publishes its writes to itself.
+/// Called by every thread of each of `teams` teams of a launch once its writes
+/// are done: true, on every thread of it, for the last team to get here
+/// (`done` counts the teams; the caller sets it back to 0). One team needs no
+/// atomic: its barrier publishes its writes to itself.
 template <class Member>
-KOKKOS_INLINE_FUNCTION bool last_team(const Member& team, std::int32_t* done) {
-  if (team.league_size() == 1) {
+KOKKOS_INLINE_FUNCTION bool last_team_of(const Member& team, std::int32_t* done, int teams) {
+  if (teams == 1) {
     team.team_barrier();
     return true;
   }
@@ -42,11 +42,17 @@ KOKKOS_INLINE_FUNCTION bool last_team(const Member& team, std::int32_t* done) {
   Kokkos::single(
       Kokkos::PerTeam(team),
       [&](int& is_last) {
-        is_last = Kokkos::atomic_fetch_add(done, 1) == team.league_size() - 1 ? 1 : 0;
+        is_last = Kokkos::atomic_fetch_add(done, 1) == teams - 1 ? 1 : 0;
         if (is_last) Kokkos::memory_fence();  // every other team's writes, before the reads that follow
       },
       last);
   return last != 0;
+}
+
+/// last_team_of() the whole league.
+template <class Member>
+KOKKOS_INLINE_FUNCTION bool last_team(const Member& team, std::int32_t* done) {
+  return last_team_of(team, done, team.league_size());
 }
 
 /// Team scratch list_rows() takes after its caller's: a count per thread and

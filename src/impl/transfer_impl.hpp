@@ -298,7 +298,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   if (impl::sorts_validation(c, config.options.expert, std::is_same_v<memory_space, Kokkos::HostSpace>)) {
     const auto& o = config.options.expert;
     d.sorted.allocate(
-        d.shape, o.validate_chunk > 0 ? o.validate_chunk : impl::SortedValidation<ExecutionSpace>::default_chunk,
+        d.shape, static_cast<int>(impl::pairs_capacity(o, std::is_same_v<memory_space, Kokkos::HostSpace>)),
+        o.validate_chunk > 0 ? o.validate_chunk : impl::SortedValidation<ExecutionSpace>::default_chunk,
         o.validate_groups > 0 ? o.validate_groups : impl::SortedValidation<ExecutionSpace>::default_groups);
   }
   Kokkos::deep_copy(d.items,
@@ -336,10 +337,13 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   using validate_functor = impl::ValidateFunctor<ExecutionSpace>;
   limits.vector_length_max = validate_functor::policy_type::vector_length_max();
   limits.validate_max_threads = validate_functor::max_threads;
+  // The pair compares' rows: the capacity's, or where validate() sorts, its first launch's (SortedFirstFunctor).
+  const bool sorts = impl::sorts_validation(d.shape.capacity, d.options.expert, host);
+  const std::int64_t pair_rows = sorts ? impl::pairs_capacity(d.options.expert, host) : d.shape.capacity;
   for (int i = 0, lanes = 1; i < 7 && lanes <= limits.vector_length_max; ++i, lanes *= 2)
     limits.validate_threads_max[i] =
         typename validate_functor::policy_type(exec, 1, 1, lanes)
-            .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(d.shape.capacity) +
+            .set_scratch_size(0, Kokkos::PerTeam(validate_functor::scratch_bytes(pair_rows) +
                                                  impl::list_scratch_bytes(validate_functor::max_threads)))
             .team_size_max(d.validate_functor(), Kokkos::ParallelForTag());
   using apply_functor = impl::ApplyFunctor<ExecutionSpace>;
@@ -363,7 +367,7 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
         typename persistent_functor::policy_type(exec, 1, 1)
             .set_scratch_size(0, Kokkos::PerTeam(persistent_functor::scratch_bytes(d.shape.capacity)))
             .team_size_max(d.template persistent_functor<impl::feature_every>(true), Kokkos::ParallelForTag());
-  if (impl::sorts_validation(d.shape.capacity, d.options.expert, host)) {
+  if (sorts) {
     limits.sort_team_max = d.sorted.team_size_max(exec, d.validate_functor());
     limits.sort_teams = d.sorted.teams();
     limits.sort_chunk = d.sorted.work.chunk;

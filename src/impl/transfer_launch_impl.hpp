@@ -69,7 +69,7 @@ template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate(const ExecutionSpace& exec) const {
   const auto& d = ready("validate", &exec);
   d.moves_current = true;
-  if (d.launches.sorted_validation) return d.sorted.launch(exec, d.validate_functor(), d.launches.validate_team_size);
+  if (d.launches.sorted_validation) return d.sorted.launch(exec, d.validate_functor(), d.launches);
   // The instantiation with only the optional checks this transfer has (validate_kernel.hpp).
   auto launch = [&](auto f) {
     using functor = decltype(f);
@@ -174,13 +174,16 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   const auto& d = *data_;
   if (!d.prepared) return "not prepared";
   const LaunchPlan& p = d.launches;
-  // validate: teams x threads x lanes (C <= 64), or (the extension) keys, a sort team per
-  // chunk of each key array, decide; apply: a flat grid of threads per work item
+  // validate: teams x threads x lanes of the pair compares, or (sorted) those of its
+  // first launch and up to how many live rows it compares pairs, a sort team per chunk
+  // of each key array, decide; apply: a flat grid of threads per work item
   // of every row (GPUs) or a team per work item (hosts).
   const std::string validate =
       p.sorted_validation
-          ? "validate (sorted) " + std::to_string(p.sort_teams) + "x" + std::to_string(p.validate_team_size) +
-                " sort teams, 2x" + std::to_string(d.shape.capacity) + " rows"
+          ? "validate (sorted) " + std::to_string(p.validate_league) + "x" + std::to_string(p.validate_team_size) +
+                "x" + std::to_string(p.validate_vector_length) + " pairs up to " +
+                std::to_string(d.sorted.work.pairs_live) + " live, " + std::to_string(p.sort_teams) + "x" +
+                std::to_string(p.sort_team_size) + " sort teams, " + std::to_string(d.shape.capacity) + " rows"
           : "validate " + std::to_string(p.validate_league) + "x" + std::to_string(p.validate_team_size) + "x" +
                 std::to_string(p.validate_vector_length);
   const std::string items = std::to_string(p.work_items);

@@ -295,7 +295,6 @@ struct ValidateFunctor {
   /// scratch): a thread a row, its record kept in registers across the barrier
   /// (prepare() asks for C threads; a larger team's extra threads idle), or,
   /// with fewer threads than rows (hosts), each row loaded again after it.
-  /// Also the sorted path's few live rows (validate_sorted_kernel.hpp).
   KOKKOS_INLINE_FUNCTION void decide_rows(const member_type& team, int n, const LimitInputs& in,
                                           PeerKeys* peers) const {
     const int t = team.team_rank(), threads = team.team_size();

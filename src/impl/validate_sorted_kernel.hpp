@@ -3,11 +3,15 @@
 
 // validate() for the large-batch extension (capacities 128..4096): the same codes
 // and plan as ValidateFunctor (docs/CONTRACT.md §4), with the conflict tests done by sorting
-// instead of comparing every pair of rows. Three launches:
+// instead of comparing every pair of rows. Two launches:
 //
-//  1. Keys (SortedKeysFunctor), a thread per row: the row's record (load_row)
-//     and one uint64 key in each array where another row's key can equal it
-//     (absent: all ones, sorted last):
+//  1. Pairs or keys (SortedFirstFunctor). Up to `pairs_live` live rows (the
+//     pair compares' capacity, launch_plan.hpp): every row's code and plan by
+//     comparing every pair of live rows, as ValidateFunctor at that capacity,
+//     and the compact plan; launch 2 then returns at once, so a partly filled
+//     batch costs one launch's chain of loads and one empty launch.
+//     More live rows: each one's record (load_row) and one uint64 key in each
+//     array where another row's key can equal it (absent: all ones, sorted last):
 //        0 destinations: the row key of dst (row_key: device and host rows
 //                        apart), when it is a row
 //        1 sources:      (row key << 1) | written, for src of a copying row
@@ -18,21 +22,25 @@
 //                        a copy into the request's live row)
 //        3, 4 trailing:  ((entry + 2^31) << 1) | snapshot, for trailing part 0
 //                        or 1 of a copying row with a valid slot, when used
-//  2. Sort and look up (SortedLookupFunctor), teams per chunk of an array
-//     (chunks of at most 1024 keys, so that C = 4096 spreads over 20 SMs: one
-//     team sorting all 4096 keys is issue-bound on one SM, perf_tests/RESULTS.md;
-//     several teams per chunk, each answering a slice of the rows): the chunk is
-//     copied into team scratch (shared memory on CUDA, 8 KiB), sorted there by
-//     the team sort (Kokkos 4: Kokkos::Experimental::sort_team; Kokkos 3.4:
-//     Kokkos Kernels' TeamBitonicSort; neither: a bitonic network of our own),
-//     and then every row's queries into that array are binary searches in the
-//     chunk: how many keys equal the row's destination, source, partial page or
-//     trailing entries, counted no further than the answer needs, so that the
-//     chunks' counts add up to the answer. They are bytes of the row's lookups.
-//  3. Decide (SortedDecideFunctor), a thread per row: the row's own checks, its
-//     conflicts from its lookups summed over chunks (more keys than its own: another
-//     row), then the code and plan, by row_check() and finish_row() as in
-//     ValidateFunctor.
+//  2. Sort, look up and decide (SortedLookupFunctor), teams per chunk of an
+//     array (chunks of at most 1024 keys, so that C = 4096 spreads over 20 SMs:
+//     one team sorting all 4096 keys is issue-bound on one SM,
+//     perf_tests/RESULTS.md; several teams per chunk, each answering a slice of
+//     the rows): the chunk is copied into team scratch (shared memory on CUDA,
+//     8 KiB), sorted there by the team sort (Kokkos 4:
+//     Kokkos::Experimental::sort_team; Kokkos 3.4: Kokkos Kernels'
+//     TeamBitonicSort; neither: a bitonic network of our own), and then every
+//     row's queries into that array are binary searches in the chunk: how many
+//     keys equal the row's destination, source, partial page or trailing
+//     entries, counted no further than the answer needs, so that the chunks'
+//     counts add up to the answer. They are bytes of the row's lookups. The
+//     last team of a slice's teams (every array and chunk) to finish then
+//     decides the slice's rows, a thread a row: the row's own checks, its
+//     conflicts from its lookups summed over chunks (more keys than its own:
+//     another row), then the code and plan, by row_check() and finish_row() as
+//     in ValidateFunctor; the last slice to be decided lists the moves. A
+//     third launch for the decisions cost a partly filled batch a graph node
+//     (perf_tests/DESIGN-NOTES.md).
 //
 // Why the keys suffice: a checked row has 0 < dst, src < SLOTS <= rows, and a
 // peer's value can only equal such a key when it lies in (0, rows) too; main
@@ -45,8 +53,9 @@
 //
 // Memory: work Views allocated with the transfer (never in validate(), which is
 // captured in CUDA graphs): records, keys and lookup words, about 150 bytes per
-// command. Concurrent validate() calls of one transfer on different streams are
-// not supported (as for the plan View they already share).
+// command, and a count of finished teams a slice. Concurrent validate() calls
+// of one transfer on different streams are not supported (as for the plan View
+// they already share).
 
 #include <Kokkos_Core.hpp>
 
@@ -55,6 +64,7 @@
 #include <type_traits>
 
 #include <statexfer/commands.hpp>
+#include <statexfer/launch_plan.hpp>
 
 #include "device_types.hpp"
 #include "team_sort.hpp"
@@ -137,69 +147,116 @@ enum SortedLookup : int {
   lookup_bytes = 10
 };
 
-/// Live rows up to which launch 3 decides them alone by comparing every pair,
-/// as validate() does up to 64 commands, and launches 1 and 2 do nothing: the
-/// capacity's three launches stay (a graph fixes them) but a partly filled
-/// batch waits for one launch's chain of loads instead of three.
-inline constexpr int few_live_rows = max_capacity;
-
 /// The work Views of the sorted validation, allocated with the transfer.
 template <class MemorySpace>
 struct SortedWork {
   Kokkos::View<RowRecord*, MemorySpace> records;     // [C]
   Kokkos::View<std::uint64_t*, MemorySpace> keys;    // [arrays * C]: keys(array * C + row) from launch 1
   Kokkos::View<std::uint8_t*, MemorySpace> lookups;  // [(row * chunks + chunk) * lookup_bytes + query]
+  Kokkos::View<std::int32_t*, MemorySpace> done;     // [groups]: launch 2's teams of each slice done (then 0)
   int arrays = 3;                                    // 5 with trailing bindings
   int chunk = 1;                                     // keys per chunk (a power of two)
   int chunks = 1;                                    // chunks per array
   int groups = 1;                                    // teams per chunk, each answering a slice of the rows
   int in_scratch = 1;                                // a chunk fits in team scratch level 0
+  int pairs_live = 1;                                // live rows up to which launch 1 compares every pair
 };
 
-/// Launch 1: row r's record and keys.
+/// Launch 1: up to work.pairs_live live rows every row's code and plan, by
+/// comparing every pair of live rows (`base` holds the pair compares' teams at
+/// that capacity: rows_per_team rows a team, its lanes); more, each live row's
+/// record and keys. A bad count has no live rows: code 5 on every row here.
 template <class ExecutionSpace>
-struct SortedKeysFunctor {
+struct SortedFirstFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
-  ValidateFunctor<ExecutionSpace> base;
+  using base_type = ValidateFunctor<ExecutionSpace>;
+  using policy_type = typename base_type::policy_type;
+  using member_type = typename policy_type::member_type;
+  base_type base;
   SortedWork<memory_space> work;
 
-  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t r) const {
-    // Rows past the live count have no record and no key: launches 2 and 3 read the live ones only.
-    // A few live rows: launch 3 decides them alone.
-    const int live = base.live_rows(base.limit_inputs());
-    if (r >= live || live <= few_live_rows) return;
-    const std::int64_t c = base.shape.capacity;
-    const RowRecord q = base.load_row(r);
-    work.records(r) = q;
-    for (int a = 0; a < work.arrays; ++a) work.keys(a * c + r) = sorted_key(q, a);
+  /// Team scratch: the live rows' peer keys (pairs_live of them) and the compact plan's list.
+  std::size_t scratch_bytes(int team_size) const {
+    return base_type::scratch_bytes(work.pairs_live) + list_scratch_bytes(team_size);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int c = static_cast<int>(base.shape.capacity), pairs = work.pairs_live;
+    const int g = team.league_rank(), teams = team.league_size();
+    const int begin = g * base.rows_per_team;
+    const int end = begin + base.rows_per_team < pairs ? begin + base.rows_per_team : pairs;
+    const int t = team.team_rank(), threads = team.team_size();
+    const int own = begin + t < end ? begin + t : end - 1;
+    // The count and this thread's row in flight together; the row is used only when the live rows are few.
+    const typename base_type::LimitInputs in = base.limit_inputs();
+    const RowRecord q = base.load_row(own);
+    const int live = base.live_rows(in);
+    if (live > pairs) {
+      // The live rows' records and keys, split over the league (launch 2 decides them).
+      const int per = (live + teams - 1) / teams;
+      const int first = g * per, last = first + per < live ? first + per : live;
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, first, last), [&](const int r) {
+        const RowRecord row = base.load_row(r);
+        work.records(r) = row;
+        for (int a = 0; a < work.arrays; ++a) work.keys(a * std::int64_t(c) + r) = sorted_key(row, a);
+      });
+      // Rows past the live count: code 0 and no plan, with no record read.
+      past_live(team, live, c, false);
+      return;
+    }
+    // The pair compares over the live rows' keys (ValidateFunctor's teams): rows [0, pairs) by their teams.
+    auto* peers = static_cast<PeerKeys*>(team.team_scratch(0).get_shmem_aligned(
+        pairs * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, live),
+                         [&](const int o) { peers[o] = peer_keys<feature_every>(base.load_row(o)); });
+    team.team_barrier();
+    const ValidateLimits lim = base.limits(in);
+    if (begin + t < end) base.decide(team, own, q, lim, peers);
+    for (int r = begin + t + threads; r < end; r += threads) base.decide(team, r, base.load_row(r), lim, peers);
+    // Rows [pairs, C), past the live count: code 0 (5 for a bad count) and no plan, with no record read.
+    past_live(team, pairs, c, lim.bad_count);
+    base.list_moves(team, in, base.rows_per_team);
+  }
+
+  /// Rows [from, c) split over the league: code 0 (5: `bad_count`), no plan.
+  KOKKOS_INLINE_FUNCTION void past_live(const member_type& team, int from, int c, bool bad_count) const {
+    const int teams = team.league_size(), per = (c - from + teams - 1) / teams;
+    const int first = from + team.league_rank() * per, last = first + per < c ? first + per : c;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, first, last), [&](const int r) {
+      base.errors(r) = bad_count ? 5 : 0;
+      base.plan(r).flags = 0;
+      if (base.shape.positions > 0) base.commit_positions(r) = -1;
+    });
   }
 };
 
-/// Launch 2: a team per chunk of an array sorts it and answers every row's
-/// queries into it.
+/// Launch 2: a team per chunk of an array sorts it and answers its slice of
+/// the rows' queries into it; the slice's last team decides them.
 template <class ExecutionSpace>
 struct SortedLookupFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
-  // Up to one block of 1024 threads on CUDA (C / 2 compare-exchanges a step).
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<1024, 1>>;
+  // Up to a block of 512 threads on CUDA (C / 2 compare-exchanges a step, up to the default chunk's),
+  // whose registers hold a decision without a stack frame (at 1024, 64 registers did not).
+  static constexpr int max_threads = 512;
+  using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<max_threads, 1>>;
   using member_type = typename policy_type::member_type;
 
-  TransferShape shape;
-  Kokkos::View<const std::int32_t*, memory_space> num_ops;
+  ValidateFunctor<ExecutionSpace> base;
   SortedWork<memory_space> work;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const TransferShape& shape = base.shape;
     const int per_array = work.chunks * work.groups;
     const int a = team.league_rank() / per_array, in_array = team.league_rank() - a * per_array;
     const int chunk = in_array / work.groups, group = in_array - chunk * work.groups;
     const int c = static_cast<int>(shape.capacity);
-    const std::int64_t count = num_ops(0);
-    const int live = count < 0 || count > c ? 0 : static_cast<int>(count);
+    const auto in = base.limit_inputs();
+    const int live = base.live_rows(in);
     // The live rows' keys are the first `live` of each array: a chunk past them
     // holds none (and its team has nothing to do), the chunk they end in is
     // sorted and searched up to there only. So the work follows num_ops, not C.
     const int start = chunk * work.chunk;
-    if (start >= live || live <= few_live_rows) return;
+    if (start >= live || live <= work.pairs_live) return;  // launch 1 decided a few live rows
     const int n = live - start < work.chunk ? live - start : work.chunk;
     std::uint64_t* keys = work.keys.data() + std::int64_t(a) * c + start;
     std::uint64_t* sorted = keys;
@@ -253,60 +310,18 @@ struct SortedLookupFunctor {
         }
       }
     });
-  }
-};
-
-/// Launch 3: each row's code and plan from its record and lookup words, a
-/// thread a row (`rows_per_team` a team); then the last team lists the rows
-/// that move (move_list.hpp).
-template <class ExecutionSpace>
-struct SortedDecideFunctor {
-  using memory_space = typename ExecutionSpace::memory_space;
-  using policy_type = Kokkos::TeamPolicy<ExecutionSpace>;
-  using member_type = typename policy_type::member_type;
-
-  ValidateFunctor<ExecutionSpace> base;
-  SortedWork<memory_space> work;
-  int rows_per_team = 1;
-
-  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
-    const auto in = base.limit_inputs();
+    // The slice's last team (of every array's chunks that hold live keys) decides its rows, and the
+    // last slice decided lists the moves.
+    const int chunks = (live + work.chunk - 1) / work.chunk;
+    if (!last_team_of(team, &work.done(group), work.arrays * chunks)) return;
     const ValidateLimits lim = base.limits(in);
-    const int live = base.live_rows(in);
-    const int c = static_cast<int>(base.shape.capacity);
-    const int begin = team.league_rank() * rows_per_team;
-    const int end = begin + rows_per_team < c ? begin + rows_per_team : c;
-    const bool few = live <= few_live_rows;
-    if (few && team.league_rank() == 0) decide_few(team, live);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, begin, end), [&](const int r) {
-      if (r < live) {
-        if (!few) decide(r, lim, (live + work.chunk - 1) / work.chunk);
-        return;
-      }
-      // Past the live count: code 0 (5 for a bad count) and no plan, with no record read.
-      base.errors(r) = lim.bad_count ? 5 : 0;
-      base.plan(r).flags = 0;
-      if (base.shape.positions > 0) base.commit_positions(r) = -1;
-    });
-    // A few live rows: team 0 decided them all (decide_few) and lists them.
-    if (end > begin) base.list_moves(team, in, few_live_rows);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](const int r) { decide(r, lim, chunks); });
+    Kokkos::single(Kokkos::PerTeam(team), [&] { work.done(group) = 0; });
+    if (!last_team_of(team, &base.moves(teams_done), work.groups)) return;
+    build_move_list(team, base.plan, base.errors, base.moves, live, c);
   }
 
-  /// Team scratch decide_few() takes: the live rows' peer keys.
-  static constexpr std::size_t few_scratch_bytes() {
-    return ValidateFunctor<ExecutionSpace>::scratch_bytes(few_live_rows);
-  }
-
-  /// Up to few_live_rows live rows, by team 0 (its rows hold them: rows_per_team >= few_live_rows), as
-  /// ValidateFunctor decides them (decide_rows): each row's record compared with every other live row's
-  /// keys in team scratch. Launches 1 and 2 left them alone: a few live commands cost one launch's work.
-  KOKKOS_INLINE_FUNCTION void decide_few(const member_type& team, const int live) const {
-    auto* peers = static_cast<PeerKeys*>(team.team_scratch(0).get_shmem_aligned(
-        few_live_rows * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
-    base.decide_rows(team, live, base.limit_inputs(), peers);
-  }
-
-  /// Live row r; `chunks`: the chunks that hold live keys (launch 2 answered in those only).
+  /// Live row r; `chunks`: the chunks that hold live keys (the look-ups answered in those only).
   KOKKOS_INLINE_FUNCTION void decide(const int r, const ValidateLimits& lim, const int chunks) const {
     const RowRecord q = work.records(r);
     const RowCheck k = row_check(q, r, lim);
@@ -315,6 +330,7 @@ struct SortedDecideFunctor {
     if (k.check) {
       // The chunks' counts of each query, added.
       int in[lookup_bytes] = {};
+      // Other teams of this launch wrote them: plain loads after last_team_of()'s fence (an acquire) see them.
       const std::uint8_t* looked = work.lookups.data() + std::int64_t(r) * work.chunks * lookup_bytes;
       for (int chunk = 0; chunk < chunks; ++chunk)
         for (int i = 0; i < lookup_bytes; ++i) in[i] += looked[chunk * lookup_bytes + i];
@@ -354,7 +370,7 @@ struct SortedDecideFunctor {
 };
 
 /// The sorted validation of one transfer: its work Views (allocate() in the
-/// constructor), its sort team (prepare()) and its three launches (validate()).
+/// constructor), its sort team (prepare()) and its two launches (validate()).
 template <class ExecutionSpace>
 struct SortedValidation {
   using memory_space = typename ExecutionSpace::memory_space;
@@ -367,19 +383,24 @@ struct SortedValidation {
   static constexpr std::int64_t default_chunk = 1024;
   /// Look-up teams per chunk: four, each sorting the chunk and answering a
   /// quarter of the rows, were faster at every sorted capacity on the H200 than
-  /// one team answering all of them (perf_tests/RESULTS.md).
+  /// one team answering all of them; eight at C = 4096 (a slice a thread a row
+  /// for its last team) were slower: 160 teams of 512 threads are two waves
+  /// (perf_tests/RESULTS.md).
   static constexpr int default_groups = 4;
 
-  /// `chunk_limit`: keys per chunk at most (a power of two); `groups`: teams per
-  /// chunk, each looking up its slice of the rows (perf_tests/RESULTS.md).
-  void allocate(const TransferShape& shape, std::int64_t chunk_limit = default_chunk, int groups = default_groups) {
+  /// `pairs_live`: live rows up to which launch 1 compares every pair (below
+  /// the capacity); `chunk_limit`: keys per chunk at most (a power of two);
+  /// `groups`: teams per chunk, each looking up its slice of the rows
+  /// (perf_tests/RESULTS.md).
+  void allocate(const TransferShape& shape, int pairs_live, std::int64_t chunk_limit, int groups) {
     const std::int64_t c = shape.capacity;
+    work.pairs_live = pairs_live;
     work.arrays = shape.has_trailing ? 5 : 3;
     using Kokkos::view_alloc;
     using Kokkos::WithoutInitializing;
     work.records = decltype(work.records)(view_alloc(WithoutInitializing, "statexfer::validate_records"), c);
     work.keys = decltype(work.keys)(view_alloc(WithoutInitializing, "statexfer::validate_keys"), work.arrays * c);
-    // Each byte that launch 3 reads is written by launch 2 of the same validate();
+    // Each byte that a decision reads is written by a look-up of the same validate();
     // zeros keep the others defined.
     work.chunk = static_cast<int>(std::min<std::int64_t>(c, chunk_limit));
     work.chunks = static_cast<int>(c / work.chunk);
@@ -388,61 +409,50 @@ struct SortedValidation {
     // Sorted in team scratch when a chunk fits (8 KiB; Kokkos 3.4 on CUDA offers 40 KiB).
     work.in_scratch =
         work.chunk * std::int64_t(sizeof(std::uint64_t)) <= lookup_functor::policy_type::scratch_size_max(0);
+    work.done = decltype(work.done)("statexfer::validate_slices_done", work.groups);
   }
 
-  lookup_functor lookup(const ValidateFunctor<ExecutionSpace>& base) const {
-    lookup_functor f;
-    f.shape = base.shape;
-    f.num_ops = base.num_ops;
-    f.work = work;
-    return f;
-  }
+  lookup_functor lookup(const ValidateFunctor<ExecutionSpace>& base) const { return lookup_functor{base, work}; }
 
-  std::size_t scratch_bytes() const {
-    return work.in_scratch ? static_cast<std::size_t>(work.chunk) * sizeof(std::uint64_t) : 0;
+  /// Launch 2's team scratch: its chunk's keys (where they fit) and the list of the moves.
+  std::size_t scratch_bytes(int team_size) const {
+    return (work.in_scratch ? static_cast<std::size_t>(work.chunk) * sizeof(std::uint64_t) : 0) +
+           list_scratch_bytes(team_size);
   }
 
   int teams() const noexcept { return work.arrays * work.chunks * work.groups; }
-
-  /// The decide launch: a thread a row in teams of 128 on GPUs; on hosts teams
-  /// of one thread deciding 64 rows each.
-  static constexpr bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
-  static int decide_rows_per_team() noexcept { return host ? 64 : 128; }
-  static int decide_team_size() noexcept { return host ? 1 : 128; }
 
   /// The largest team the sort and look-up launch allows. Its team is a thread
   /// per compare-exchange of a network step (half a chunk) up to that, one
   /// thread on hosts, where the chunks are sorted side by side by different
   /// threads (launch_plan.hpp).
   int team_size_max(const ExecutionSpace& exec, const ValidateFunctor<ExecutionSpace>& base) const {
-    const auto probe =
-        typename lookup_functor::policy_type(exec, teams(), 1).set_scratch_size(0, Kokkos::PerTeam(scratch_bytes()));
+    const auto probe = typename lookup_functor::policy_type(exec, teams(), 1)
+                           .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes(lookup_functor::max_threads)));
     return probe.team_size_max(lookup(base), Kokkos::ParallelForTag());
   }
 
-  /// Enqueue the three launches on `exec`: no allocation, no fence (level-0
+  /// Enqueue the two launches on `exec`: no allocation, no fence (level-0
   /// scratch is shared memory on CUDA and sized by prepare()'s first launch on
-  /// hosts).
-  void launch(const ExecutionSpace& exec, const ValidateFunctor<ExecutionSpace>& base, int team_size) const {
+  /// hosts). `base`: the pair compares' teams of launch 1 (the plan's
+  /// validate_league, validate_team_size and validate_vector_length at capacity
+  /// pairs_live); `sort_team_size`: launch 2's.
+  void launch(const ExecutionSpace& exec, const ValidateFunctor<ExecutionSpace>& base, const LaunchPlan& plan) const {
     using Kokkos::Experimental::require;
     const auto light = Kokkos::Experimental::WorkItemProperty::HintLightWeight;
-    const std::int64_t c = base.shape.capacity;
-    Kokkos::parallel_for("statexfer::validate_keys", require(Kokkos::RangePolicy<ExecutionSpace>(exec, 0, c), light),
-                         SortedKeysFunctor<ExecutionSpace>{base, work});
+    const SortedFirstFunctor<ExecutionSpace> first{base, work};
+    Kokkos::parallel_for(
+        "statexfer::validate_pairs_or_keys",
+        require(typename SortedFirstFunctor<ExecutionSpace>::policy_type(
+                    exec, plan.validate_league, plan.validate_team_size, plan.validate_vector_length)
+                    .set_scratch_size(0, Kokkos::PerTeam(first.scratch_bytes(plan.validate_team_size))),
+                light),
+        first);
     Kokkos::parallel_for("statexfer::validate_lookup",
-                         require(typename lookup_functor::policy_type(exec, teams(), team_size)
-                                     .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes())),
+                         require(typename lookup_functor::policy_type(exec, teams(), plan.sort_team_size)
+                                     .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes(plan.sort_team_size))),
                                  light),
                          lookup(base));
-    const int rows = decide_rows_per_team();
-    Kokkos::parallel_for(
-        "statexfer::validate_decide",
-        require(typename SortedDecideFunctor<ExecutionSpace>::policy_type(exec, static_cast<int>((c + rows - 1) / rows),
-                                                                          decide_team_size())
-                    .set_scratch_size(0, Kokkos::PerTeam(list_scratch_bytes(decide_team_size()) +
-                                                         SortedDecideFunctor<ExecutionSpace>::few_scratch_bytes())),
-                light),
-        SortedDecideFunctor<ExecutionSpace>{base, work, rows});
   }
 };
 

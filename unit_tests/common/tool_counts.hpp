@@ -15,8 +15,8 @@ namespace statexfer::test {
 
 /// validate()'s launches at capacity c with the default options (docs/CONTRACT.md
 /// §8): one comparing every pair of rows up to 256 commands on GPUs and 128 on
-/// hosts, the sorted validation's three above.
-inline int default_validate_launches(std::int64_t c, bool device) { return c <= (device ? 256 : 128) ? 1 : 3; }
+/// hosts, the sorted validation's two above.
+inline int default_validate_launches(std::int64_t c, bool device) { return c <= (device ? 256 : 128) ? 1 : 2; }
 
 // Kokkos Tools counters for the launch tests, with the names of what was
 // allocated or fenced (UnitTestMain.cpp tells Kokkos the tool needs no fences).

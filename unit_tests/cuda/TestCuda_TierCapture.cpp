@@ -63,8 +63,8 @@ void capture_and_replay_tiers(std::int64_t capacity, bool fused, int positions =
     STATEXFER_TIER_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
     std::vector<cudaGraphNode_t> list(nodes);
     STATEXFER_TIER_CUDA_CHECK(cudaGraphGetNodes(graph, list.data(), &nodes));
-    // One launch where it fits 64 commands; validate() sorts above 256 (three launches).
-    const std::size_t want = capacity <= 64 ? (fused ? 1u : 2u) : capacity <= 256 ? 2u : 4u;
+    // One launch where it fits 64 commands; validate() sorts above 256 (two launches).
+    const std::size_t want = capacity <= 64 ? (fused ? 1u : 2u) : capacity <= 256 ? 2u : 3u;
     EXPECT_EQ(nodes, want);
     for (auto n : list) {
       cudaGraphNodeType type;

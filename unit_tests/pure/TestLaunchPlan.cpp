@@ -100,11 +100,16 @@ TEST(pure, launch_plan_gpu_defaults) {
   p = si::choose_launch_plan(shape(32, 64 * 1024), d, o);
   EXPECT_EQ(p.validate_league, 1);
   EXPECT_EQ(p.validate_vector_length, 4);
-  // Above 64: the sorted validation, a sort team of half a chunk, two launches.
+  // Above 256: the sorted validation, a sort team of half a chunk, two launches; its first launch the pair
+  // compares' teams at 256 commands (up to 256 live rows it decides them all).
   p = si::choose_launch_plan(shape(4096, 1024), d, o);
   EXPECT_TRUE(p.sorted_validation);
-  EXPECT_EQ(p.validate_team_size, 512);
+  EXPECT_EQ(p.sort_team_size, 512);
   EXPECT_EQ(p.sort_teams, 20);
+  EXPECT_EQ(p.validate_league, 32);
+  EXPECT_EQ(p.validate_rows_per_team, 8);
+  EXPECT_EQ(p.validate_vector_length, 32);
+  EXPECT_EQ(p.validate_team_size, 8);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
   // 128 and 256 commands: the pair compares' one launch, teams of 8 rows of 32 lanes, then apply(); 512 sorts.
   for (const std::int64_t c : {128, 256}) {
@@ -272,7 +277,13 @@ TEST(pure, launch_plan_host_defaults) {
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
   // Hosts sort above 128 commands by default.
   EXPECT_FALSE(si::choose_launch_plan(shape(128, 1 << 20), host_limits(), TransferOptions{}).sorted_validation);
-  EXPECT_TRUE(si::choose_launch_plan(shape(256, 1 << 20), host_limits(), TransferOptions{}).sorted_validation);
+  const statexfer::LaunchPlan sorted = si::choose_launch_plan(shape(256, 1 << 20), host_limits(), TransferOptions{});
+  EXPECT_TRUE(sorted.sorted_validation);
+  // Its first launch: the pair compares' teams at 128 commands, two of one thread.
+  EXPECT_EQ(sorted.validate_league, 2);
+  EXPECT_EQ(sorted.validate_rows_per_team, 64);
+  EXPECT_EQ(sorted.validate_team_size, 1);
+  EXPECT_EQ(sorted.sort_team_size, 1);
 }
 
 // options.expert.validate_pairs_capacity moves the line between the pair
@@ -282,13 +293,17 @@ TEST(pure, launch_plan_validate_pairs_capacity) {
   for (const si::DeviceLimits& d : {gpu_limits(), host_limits()}) {
     o.expert.validate_pairs_capacity = 64;
     EXPECT_FALSE(si::choose_launch_plan(shape(64, 1 << 20), d, o).sorted_validation);
-    EXPECT_TRUE(si::choose_launch_plan(shape(128, 1 << 20), d, o).sorted_validation);
+    statexfer::LaunchPlan sorted = si::choose_launch_plan(shape(128, 1 << 20), d, o);
+    EXPECT_TRUE(sorted.sorted_validation);
+    EXPECT_EQ(sorted.validate_league, d.host ? 1 : 8) << "the first launch: the pair compares' at 64 commands";
     o.expert.validate_pairs_capacity = 512;
     statexfer::LaunchPlan p = si::choose_launch_plan(shape(512, 1 << 20), d, o);
     EXPECT_FALSE(p.sorted_validation);
     EXPECT_EQ(p.validate_league, d.host ? 8 : 64) << "rows of 64 a team on hosts, 8 on GPUs";
     EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
-    EXPECT_TRUE(si::choose_launch_plan(shape(1024, 1 << 20), d, o).sorted_validation);
+    sorted = si::choose_launch_plan(shape(1024, 1 << 20), d, o);
+    EXPECT_TRUE(sorted.sorted_validation);
+    EXPECT_EQ(sorted.validate_league, p.validate_league) << "the first launch: the pair compares' at 512 commands";
   }
 }
 
