@@ -265,7 +265,6 @@ struct ValidateFunctor {
   /// others; every lane loads the row itself (the same addresses, no exchange).
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int c = static_cast<int>(shape.capacity);
-    const int t = team.team_rank(), threads = team.team_size();
     auto* peers = static_cast<PeerKeys*>(
         team.team_scratch(0).get_shmem_aligned(c * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
     const LimitInputs in = limit_inputs();  // first used after the barrier
@@ -274,21 +273,39 @@ struct ValidateFunctor {
       // shares the keys of all C rows, which its threads' lanes load. Its
       // warps then scan R rows' peers, not C rows', and the teams run on
       // different SMs instead of C rows' warps taking turns on one.
-      const int begin = team.league_rank() * rows_per_team;
-      const int end = begin + rows_per_team < c ? begin + rows_per_team : c;
-      const int own = begin + t < end ? begin + t : end - 1;
-      const RowRecord q = load_row(own);  // in flight with the shared rows' loads
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, c),
-                           [&](const int o) { peers[o] = peer_keys<Features>(load_row(o)); });
-      team.team_barrier();
-      const ValidateLimits lim = limits(in);
-      if (begin + t < end) decide(team, own, q, lim, peers);
-      // A team of fewer threads than rows (hosts): the others loaded again.
-      for (int r = begin + t + threads; r < end; r += threads) decide(team, r, load_row(r), lim, peers);
+      const TeamRows m = team_rows(team, c);
+      const RowRecord q = load_row(m.own);  // in flight with the shared rows' loads
+      decide_team_rows(team, m, q, c, in, peers);
     } else {
       decide_rows(team, c, in, peers);
     }
     list_moves(team, in, rows_per_team < c ? rows_per_team : c);
+  }
+
+  /// Team g's rows [g R, g R + R) below `rows` (R: rows_per_team), and the row
+  /// its thread decides first (the last of them for threads past it).
+  struct TeamRows {
+    int begin, end, own;
+  };
+  KOKKOS_INLINE_FUNCTION TeamRows team_rows(const member_type& team, int rows) const {
+    const int begin = team.league_rank() * rows_per_team;
+    const int end = begin + rows_per_team < rows ? begin + rows_per_team : rows;
+    return {begin, end, begin + team.team_rank() < end ? begin + team.team_rank() : end - 1};
+  }
+
+  /// Team rows `m`, a thread each (`q`: its thread's m.own, loaded by the
+  /// caller ahead), each compared with the first `peer_rows` rows' keys, which
+  /// the team's threads and lanes load into `peers`.
+  KOKKOS_INLINE_FUNCTION void decide_team_rows(const member_type& team, const TeamRows& m, const RowRecord& q,
+                                               int peer_rows, const LimitInputs& in, PeerKeys* peers) const {
+    const int t = team.team_rank(), threads = team.team_size();
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, peer_rows),
+                         [&](const int o) { peers[o] = peer_keys<Features>(load_row(o)); });
+    team.team_barrier();
+    const ValidateLimits lim = limits(in);
+    if (m.begin + t < m.end) decide(team, m.own, q, lim, peers);
+    // A team of fewer threads than rows (hosts): the others loaded again.
+    for (int r = m.begin + t + threads; r < m.end; r += threads) decide(team, r, load_row(r), lim, peers);
   }
 
   /// Rows [0, n) by one team, their peer keys in `peers` (n rows of team

@@ -183,13 +183,10 @@ struct SortedFirstFunctor {
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int c = static_cast<int>(base.shape.capacity), pairs = work.pairs_live;
     const int g = team.league_rank(), teams = team.league_size();
-    const int begin = g * base.rows_per_team;
-    const int end = begin + base.rows_per_team < pairs ? begin + base.rows_per_team : pairs;
-    const int t = team.team_rank(), threads = team.team_size();
-    const int own = begin + t < end ? begin + t : end - 1;
+    const typename base_type::TeamRows m = base.team_rows(team, pairs);
     // The count and this thread's row in flight together; the row is used only when the live rows are few.
     const typename base_type::LimitInputs in = base.limit_inputs();
-    const RowRecord q = base.load_row(own);
+    const RowRecord q = base.load_row(m.own);
     const int live = base.live_rows(in);
     if (live > pairs) {
       // The live rows' records and keys, split over the league (launch 2 decides them).
@@ -207,14 +204,9 @@ struct SortedFirstFunctor {
     // The pair compares over the live rows' keys (ValidateFunctor's teams): rows [0, pairs) by their teams.
     auto* peers = static_cast<PeerKeys*>(team.team_scratch(0).get_shmem_aligned(
         pairs * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, live),
-                         [&](const int o) { peers[o] = peer_keys<feature_every>(base.load_row(o)); });
-    team.team_barrier();
-    const ValidateLimits lim = base.limits(in);
-    if (begin + t < end) base.decide(team, own, q, lim, peers);
-    for (int r = begin + t + threads; r < end; r += threads) base.decide(team, r, base.load_row(r), lim, peers);
+    base.decide_team_rows(team, m, q, live, in, peers);
     // Rows [pairs, C), past the live count: code 0 (5 for a bad count) and no plan, with no record read.
-    past_live(team, pairs, c, lim.bad_count);
+    past_live(team, pairs, c, base.limits(in).bad_count);
     base.list_moves(team, in, base.rows_per_team);
   }
 
