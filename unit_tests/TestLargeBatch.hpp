@@ -607,17 +607,18 @@ TEST(TEST_CATEGORY, large_batch_sorted_validation_pairs_up_to_their_capacity) {
 }
 
 // validate_and_apply() neither allocates nor fences either: one launch on GPUs up
-// to 64 commands (on Kokkos 4 the flat grid up to 8, the teams above), else validate()'s
-// launches and apply()'s. options.validate_and_apply picks the design: two
-// launches, the teams (two launches on hosts, whose teams are of one thread),
-// the flat grid (on hosts too); never one launch above 64 commands.
+// to 64 commands (on Kokkos 4 the flat grid up to 8, the teams above), the teams
+// up to 256 while a wave holds them, else validate()'s launches and apply()'s.
+// options.validate_and_apply picks the design: two launches, the teams (two
+// launches on hosts, whose teams are of one thread), the flat grid (on hosts
+// too, up to 64 commands); never one launch where validate() sorts.
 TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) {
   using namespace large_batch;
   using statexfer::FusedDesign;
   const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
   for (const FusedDesign design :
        {FusedDesign::automatic, FusedDesign::two_launches, FusedDesign::teams, FusedDesign::flat_grid})
-    for (const std::int64_t C : {8, 64, 4096}) {
+    for (const std::int64_t C : {8, 64, 256, 4096}) {
       SCOPED_TRACE("capacity " + std::to_string(C) + " " + statexfer::to_string(design));
       statexfer::TransferOptions options;
       options.validate_and_apply = design;
@@ -632,10 +633,13 @@ TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) 
       const bool automatic = design == FusedDesign::automatic;
       const bool flat =
           C <= 64 && (design == FusedDesign::flat_grid || (device && automatic && C <= 8 && KOKKOS_VERSION >= 40000));
-      const bool one =
-          C <= 64 && (design == FusedDesign::flat_grid || (device && (automatic || design == FusedDesign::teams)));
-      EXPECT_EQ(ToolCounts::parallel_for, one ? 1 : C <= 64 ? 2 : 3);
       const statexfer::LaunchPlan p = bound.transfer->launch_plan();
+      // Up to 256 commands the teams' one launch: asked for, or by default while a wave holds them (at
+      // most 128 threads a team there).
+      const bool wave = p.work_items * 128 <= bound.transfer->execution_space_instance().concurrency();
+      const bool teams = device && !p.sorted_validation && (design == FusedDesign::teams || (automatic && wave));
+      const bool one = flat || teams;
+      EXPECT_EQ(ToolCounts::parallel_for, one ? 1 : p.sorted_validation ? 3 : 2);
       EXPECT_EQ(p.validate_and_apply, !one   ? FusedDesign::two_launches
                                       : flat ? FusedDesign::flat_grid
                                              : FusedDesign::teams);

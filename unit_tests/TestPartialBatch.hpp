@@ -61,6 +61,7 @@ const std::vector<Design>& designs() {
       {"persistent", ApplyDesign::persistent, FusedDesign::two_launches, 0, false},
       {"one_call_automatic", ApplyDesign::automatic, FusedDesign::automatic, 0, false},
       {"one_call_flat_grid", ApplyDesign::automatic, FusedDesign::flat_grid, 0, true},
+      {"one_call_teams", ApplyDesign::automatic, FusedDesign::teams, 0, false},
   };
   return all;
 }
@@ -107,7 +108,7 @@ ft::Case partial_case(std::int64_t C, std::int64_t live) {
 TEST(TEST_CATEGORY, partial_batches_match_the_oracle_at_every_capacity_and_design) {
   using namespace partial;
   int saved = 0;
-  for (const std::int64_t C : {1, 2, 8, 64, 128, 1024}) {
+  for (const std::int64_t C : {1, 2, 8, 64, 128, 256, 1024}) {
     const std::set<std::int64_t> counts = {0, 1, 3, C / 2 + 1, C};
     for (const std::int64_t live : counts) {
       if (live > C) continue;

@@ -1,7 +1,8 @@
 #ifndef STATEXFER_IMPL_FUSED_KERNEL_HPP
 #define STATEXFER_IMPL_FUSED_KERNEL_HPP
 
-// validate_and_apply() on GPUs, capacities up to 64: validate() and apply() in
+// validate_and_apply() on GPUs, capacities up to the pair compares' (256 by
+// default; launch_plan.hpp): validate() and apply() in
 // one launch over apply's league (command row x work item). Each team decides
 // its own row: every thread loads the team's row (ValidateFunctor::load_row), a
 // thread per other row checks that pair (pair_conflicts) into team scratch, and
@@ -60,15 +61,17 @@ struct FusedFunctor {
     const ValidateLimits lim = validate.limits(in);  // used after the row's loads are out
     const RowCheck k = row_check<Features>(q, r, lim);
     const OwnKeys own = own_keys(q, k);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c), [&](const std::int64_t o) {
+    // The live rows only: a partly filled batch's teams scan what it holds, not the capacity.
+    const std::int64_t live = lim.count < 0 ? 0 : lim.count < c ? lim.count : c;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const std::int64_t o) {
       constexpr bool trailing = Features & feature_trailing, commits = Features & feature_commit;
-      found(o) = k.check && o < lim.count && o != r
+      found(o) = k.check && o != r
                      ? pair_conflicts<trailing, false, commits>(own, peer_keys<Features>(validate.load_row(o)))
                      : 0;
     });
     team.team_barrier();
     int bits = 0;
-    for (std::int64_t o = 0; o < c; ++o) bits |= found(o);
+    for (std::int64_t o = 0; o < live; ++o) bits |= found(o);
     std::int32_t code;
     RowPlan p;
     validate.finish(q, k, bits, lim, code, p);

@@ -246,8 +246,11 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const std::int64_t flat_blocks = p.work_items * ((s.longest_item + 128 * d.fused_flat_words * 16 - 1) /
                                                    (128 * std::int64_t(d.fused_flat_words) * 16));
   const bool flat_fits = c == 1 || (c <= 8 && flat_blocks <= 2 * (d.concurrency / 2 / 128));
-  const bool large = c > max_capacity;  // one launch never decides more than 64 commands
-  const FusedDesign automatic = host || large            ? FusedDesign::two_launches
+  // One launch decides every row in each of its teams or blocks: the teams up to the pair compares'
+  // capacity on GPUs (each compares its row with every live one), the other designs up to 64 commands.
+  const bool large = c > max_capacity;
+  const bool beyond_teams = host ? large : c > pairs_capacity(o, host);
+  const FusedDesign automatic = host || beyond_teams     ? FusedDesign::two_launches
                                 : prefer_persistent      ? FusedDesign::persistent
                                 : d.kokkos4 && flat_fits ? FusedDesign::flat_grid
                                                          : FusedDesign::teams;
@@ -255,20 +258,24 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const FusedDesign design = chosen ? options.validate_and_apply : automatic;
   p.validate_and_apply = FusedDesign::two_launches;
   // One launch decides a row in each of its blocks: no block could claim its rows for the others.
-  if (large || s.claims) return p;
+  if (beyond_teams || s.claims) return p;
   if (design == FusedDesign::persistent) {
     if (persistent_fits) p.validate_and_apply = FusedDesign::persistent;
   } else if (design == FusedDesign::teams) {
-    // A thread per command row in the load phase (hosts' teams of one have too few: two launches).
-    int fused =
-        d.fused_team_max >= c ? std::max<int>(static_cast<int>(c), std::min(d.fused_team_max, p.apply_team_size)) : 0;
+    // A thread per command row in the load phase up to 128 commands (hosts' teams of one have too few: two
+    // launches).
+    // Above 128 commands teams of apply's threads (at least 128), each thread comparing several rows:
+    // at 256 commands teams of 256 threads were 2-3 µs slower than teams of 128 (perf_tests/RESULTS.md).
+    const int threads = std::min(d.fused_team_max, p.apply_team_size);
+    int fused = c <= 128 ? (d.fused_team_max >= c ? std::max<int>(static_cast<int>(c), threads) : 0)
+                         : (threads >= 128 ? threads : 0);
     // Past about one wave every wave pays the validation again: two launches, unless asked for.
     if (fused > 0 && !chosen && p.work_items > d.concurrency / fused) fused = 0;
     if (fused > 0) {
       p.validate_and_apply = FusedDesign::teams;
       p.fused_team_size = fused;
     }
-  } else if (design == FusedDesign::flat_grid) {
+  } else if (design == FusedDesign::flat_grid && !large) {
     // Blocks of 128 threads (256 was level, 512 slower) moving 4 words each a
     // round (2 were 20-40% slower on rows of tens of MiB: fewer bytes in
     // flight); hosts: a team of one per work item.

@@ -63,8 +63,12 @@ void capture_and_replay_tiers(std::int64_t capacity, bool fused, int positions =
     STATEXFER_TIER_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
     std::vector<cudaGraphNode_t> list(nodes);
     STATEXFER_TIER_CUDA_CHECK(cudaGraphGetNodes(graph, list.data(), &nodes));
-    // One launch where it fits 64 commands; validate() sorts above 256 (two launches).
-    const std::size_t want = capacity <= 64 ? (fused ? 1u : 2u) : capacity <= 256 ? 2u : 3u;
+    // One launch where the plan says so (up to 64 commands, the teams up to 256 while a wave holds
+    // them); else validate() (two launches where it sorts, above 256) and apply().
+    const statexfer::LaunchPlan plan = rig.transfer->launch_plan();
+    const bool one = fused && plan.validate_and_apply != statexfer::FusedDesign::two_launches;
+    EXPECT_EQ(one, fused && capacity <= 128) << rig.transfer->launch_summary();
+    const std::size_t want = one ? 1u : plan.sorted_validation ? 3u : 2u;
     EXPECT_EQ(nodes, want);
     for (auto n : list) {
       cudaGraphNodeType type;

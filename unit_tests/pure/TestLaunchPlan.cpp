@@ -111,7 +111,8 @@ TEST(pure, launch_plan_gpu_defaults) {
   EXPECT_EQ(p.validate_vector_length, 32);
   EXPECT_EQ(p.validate_team_size, 8);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
-  // 128 and 256 commands: the pair compares' one launch, teams of 8 rows of 32 lanes, then apply(); 512 sorts.
+  // 128 and 256 commands: the pair compares' one launch, teams of 8 rows of 32 lanes, then apply();
+  // validate_and_apply() the teams' one launch of 128 threads a team while they are one wave; 512 sorts.
   for (const std::int64_t c : {128, 256}) {
     p = si::choose_launch_plan(shape(c, 1 << 20), d, o);
     EXPECT_FALSE(p.sorted_validation) << c;
@@ -119,8 +120,20 @@ TEST(pure, launch_plan_gpu_defaults) {
     EXPECT_EQ(p.validate_rows_per_team, 8) << c;
     EXPECT_EQ(p.validate_vector_length, 32) << c;
     EXPECT_EQ(p.validate_team_size, 8) << c;
-    EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches) << c << ": no one launch above 64 commands";
+    // 16 work items a row: a wave of teams of 128 threads (2112) at 128 commands, past a wave at 256.
+    EXPECT_EQ(p.validate_and_apply, c == 128 ? FusedDesign::teams : FusedDesign::two_launches) << c;
+    p = si::choose_launch_plan(shape(c, 16 * 1024), d, o);
+    EXPECT_EQ(p.validate_and_apply, FusedDesign::teams) << c;
+    EXPECT_EQ(p.fused_team_size, 128) << c;
   }
+  // At 256 commands teams of 128 threads, two commands a thread: a wave of them is 2112 teams, 8 work
+  // items a row; past that two launches.
+  p = si::choose_launch_plan(shape(256, 8 * 64 * 1024), d, o);
+  EXPECT_EQ(p.validate_and_apply, FusedDesign::teams);
+  EXPECT_EQ(p.fused_team_size, 128);
+  EXPECT_EQ(si::choose_launch_plan(shape(256, 9 * 64 * 1024), d, o).validate_and_apply, FusedDesign::two_launches);
+  EXPECT_EQ(si::choose_launch_plan(shape(512, 16 * 1024), d, o).validate_and_apply, FusedDesign::two_launches)
+      << "where validate() sorts, two launches";
   EXPECT_TRUE(si::choose_launch_plan(shape(512, 1 << 20), d, o).sorted_validation);
   // A flat grid of one round a block between one and two waves of resident blocks: two rounds.
   const std::int64_t resident = d.concurrency / 2 / 128;  // 1056
@@ -178,11 +191,16 @@ TEST(pure, launch_plan_every_design_from_options) {
     EXPECT_EQ(p.validate_and_apply, host ? FusedDesign::two_launches : FusedDesign::teams);
     o.validate_and_apply = FusedDesign::two_launches;
     EXPECT_EQ(si::choose_launch_plan(shape(4, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
-    // Never one launch above 64 commands.
-    for (const FusedDesign f : {FusedDesign::teams, FusedDesign::flat_grid}) {
-      o.validate_and_apply = f;
-      EXPECT_EQ(si::choose_launch_plan(shape(128, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
-    }
+    // Above 64 commands only the teams, on GPUs, up to the pair compares' capacity (256, or the option's).
+    o.validate_and_apply = FusedDesign::flat_grid;
+    EXPECT_EQ(si::choose_launch_plan(shape(128, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
+    o.validate_and_apply = FusedDesign::teams;
+    EXPECT_EQ(si::choose_launch_plan(shape(128, 1024), d, o).validate_and_apply,
+              host ? FusedDesign::two_launches : FusedDesign::teams);
+    EXPECT_EQ(si::choose_launch_plan(shape(512, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
+    o.expert.validate_pairs_capacity = 64;
+    EXPECT_EQ(si::choose_launch_plan(shape(128, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
+    o.expert.validate_pairs_capacity = 0;
     // apply(): every word count of the flat grid, the teams, the persistent grid.
     o.apply = statexfer::ApplyDesign::flat_grid;
     for (const int words : {1, 2, 4}) {
