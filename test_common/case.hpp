@@ -63,6 +63,8 @@ struct CaseOutputs {
   std::optional<NpyArray> backing;             // uint8 [rows, row_bytes]
   std::map<std::string, NpyArray> caches;      // binding name -> uint8 [P, bytes]
   std::optional<std::string> construct_error;  // expected/error.json's message, or the exception's what()
+  std::string launch_summary;                  // a library run's PreparedStateTransfer::launch_summary()
+  std::int64_t work_items = 0;                 // its work_items_per_command()
 };
 
 struct Case {

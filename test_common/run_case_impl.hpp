@@ -151,6 +151,8 @@ CaseOutputs run_case(const Case& c, Steps steps, const TransferOptions& options)
     for (const auto& name : s.trailing_pages) config.trailing_pages.push_back({name, caches.at(name)});
     transfer.emplace(pool, commands, tables, config);
     transfer->prepare(exec);
+    out.launch_summary = transfer->launch_summary();
+    out.work_items = transfer->work_items_per_command();
   } catch (const std::invalid_argument& e) {
     out.construct_error = e.what();
     return out;

@@ -634,9 +634,10 @@ TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) 
       const bool flat =
           C <= 64 && (design == FusedDesign::flat_grid || (device && automatic && C <= 8 && KOKKOS_VERSION >= 40000));
       const statexfer::LaunchPlan p = bound.transfer->launch_plan();
-      // Up to 256 commands the teams' one launch: asked for, or by default while a wave holds them (at
-      // most 128 threads a team there).
-      const bool wave = p.work_items * 128 <= bound.transfer->execution_space_instance().concurrency();
+      // Up to 256 commands the teams' one launch: asked for, or by default while a wave holds them (128
+      // threads a team, above 128 commands 64 where a wave holds no more).
+      const std::int64_t concurrency = bound.transfer->execution_space_instance().concurrency();
+      const bool wave = p.work_items * 128 <= concurrency || (C > 128 && p.work_items * 64 <= concurrency);
       const bool teams = device && !p.sorted_validation && (design == FusedDesign::teams || (automatic && wave));
       const bool one = flat || teams;
       EXPECT_EQ(ToolCounts::parallel_for, one ? 1 : p.sorted_validation ? 3 : 2);

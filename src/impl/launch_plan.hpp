@@ -269,8 +269,11 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
     const int threads = std::min(d.fused_team_max, p.apply_team_size);
     int fused = c <= 128 ? (d.fused_team_max >= c ? std::max<int>(static_cast<int>(c), threads) : 0)
                          : (threads >= 128 ? threads : 0);
-    // Past about one wave every wave pays the validation again: two launches, unless asked for.
-    if (fused > 0 && !chosen && p.work_items > d.concurrency / fused) fused = 0;
+    // Past about one wave every wave pays the validation again: above 128 commands teams of 64 threads where a
+    // wave holds those (decode-64KiB's rows at 256 commands, perf_tests/RESULTS.md), else two launches, unless
+    // asked for.
+    if (fused > 0 && !chosen && p.work_items > d.concurrency / fused)
+      fused = c > 128 && fused > 64 && p.work_items <= d.concurrency / 64 ? 64 : 0;
     if (fused > 0) {
       p.validate_and_apply = FusedDesign::teams;
       p.fused_team_size = fused;

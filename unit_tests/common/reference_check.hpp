@@ -20,7 +20,9 @@ namespace statexfer::test {
 
 struct ReferenceCheck {
   bool identical = false;
-  CaseOutputs expected;  // the reference's outputs
+  CaseOutputs expected;        // the reference's outputs
+  std::string launch_summary;  // the library run's
+  std::int64_t work_items = 0;
 };
 
 /// Runs `c` on Exec (through `steps`) and on the reference. A difference fails the current test
@@ -35,6 +37,8 @@ ReferenceCheck check_against_reference(const Case& c, const std::string& suite, 
   const CaseOutputs actual = run_case<Exec>(c, steps, options);
   const Comparison cmp = compare_outputs(actual, out.expected);
   out.identical = cmp.identical();
+  out.launch_summary = actual.launch_summary;
+  out.work_items = actual.work_items;
   if (!out.identical) {
     std::string where;
     if (saved < keep) {

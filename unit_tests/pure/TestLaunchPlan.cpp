@@ -120,18 +120,26 @@ TEST(pure, launch_plan_gpu_defaults) {
     EXPECT_EQ(p.validate_rows_per_team, 8) << c;
     EXPECT_EQ(p.validate_vector_length, 32) << c;
     EXPECT_EQ(p.validate_team_size, 8) << c;
-    // 16 work items a row: a wave of teams of 128 threads (2112) at 128 commands, past a wave at 256.
-    EXPECT_EQ(p.validate_and_apply, c == 128 ? FusedDesign::teams : FusedDesign::two_launches) << c;
+    // 16 work items a row: a wave of teams of 128 threads (2112) at 128 commands; at 256 teams of 64 (4224).
+    EXPECT_EQ(p.validate_and_apply, FusedDesign::teams) << c;
+    EXPECT_EQ(p.fused_team_size, c == 128 ? 128 : 64) << c;
     p = si::choose_launch_plan(shape(c, 16 * 1024), d, o);
     EXPECT_EQ(p.validate_and_apply, FusedDesign::teams) << c;
     EXPECT_EQ(p.fused_team_size, 128) << c;
   }
   // At 256 commands teams of 128 threads, two commands a thread: a wave of them is 2112 teams, 8 work
-  // items a row; past that two launches.
+  // items a row; past that teams of 64 (a wave of 4224: 16 work items a row); past that two launches.
   p = si::choose_launch_plan(shape(256, 8 * 64 * 1024), d, o);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::teams);
   EXPECT_EQ(p.fused_team_size, 128);
-  EXPECT_EQ(si::choose_launch_plan(shape(256, 9 * 64 * 1024), d, o).validate_and_apply, FusedDesign::two_launches);
+  for (const std::int64_t items : {9, 16}) {
+    p = si::choose_launch_plan(shape(256, items * 64 * 1024), d, o);
+    EXPECT_EQ(p.validate_and_apply, FusedDesign::teams) << items;
+    EXPECT_EQ(p.fused_team_size, 64) << items;
+  }
+  EXPECT_EQ(si::choose_launch_plan(shape(256, 17 * 64 * 1024), d, o).validate_and_apply, FusedDesign::two_launches);
+  EXPECT_EQ(si::choose_launch_plan(shape(128, 17 * 64 * 1024), d, o).validate_and_apply, FusedDesign::two_launches)
+      << "teams of 64 above 128 commands only";
   EXPECT_EQ(si::choose_launch_plan(shape(512, 16 * 1024), d, o).validate_and_apply, FusedDesign::two_launches)
       << "where validate() sorts, two launches";
   EXPECT_TRUE(si::choose_launch_plan(shape(512, 1 << 20), d, o).sorted_validation);
