@@ -4,15 +4,16 @@
 // validate_and_apply() on GPUs, capacities up to the pair compares' (256 by
 // default; launch_plan.hpp): validate() and apply() in
 // one launch over apply's league (command row x work item). Each team decides
-// its own row: every thread loads the team's row (ValidateFunctor::load_row), a
-// thread per other row checks that pair (pair_conflicts) into team scratch, and
-// after one barrier row_check()/finish_row() give the code and plan that
-// ValidateFunctor would. The team of the row's first work item writes them to
-// `errors` and the plan; every team then does its work item as apply() would.
-// Teams never wait for one another, so one launch replaces two dependent ones,
-// which is most of the time of a small batch. Each team repeats the row loads
-// (C rows, a few dependent loads each), so this is for single-rank use:
-// tensor-parallel ranks combine errors between validate() and apply().
+// its own row: every thread loads the team's row (ValidateFunctor::load_row),
+// each thread checks its share of the live rows against it (pair_conflicts)
+// and ORs what it found into one word of team scratch, and after a barrier
+// row_check()/finish_row() give the code and plan that ValidateFunctor would.
+// The team of the row's first work item writes them to `errors` and the plan;
+// every team then does its work item as apply() would. Teams never wait for
+// one another, so one launch replaces two dependent ones, which is most of the
+// time of a small batch. Each team repeats the row loads (C rows, a few
+// dependent loads each), so this is for single-rank use: tensor-parallel ranks
+// combine errors between validate() and apply().
 
 #include <Kokkos_Core.hpp>
 
@@ -35,21 +36,17 @@ struct FusedFunctor {
   validate_type validate;
   ApplyFunctor<ExecutionSpace> apply;
 
-  using bits_view =
-      Kokkos::View<int*, typename ExecutionSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-
   /// Team scratch: apply's bulk-copy ring (first, for its alignment) and the
-  /// conflict bits of each row with the team's row.
-  static std::size_t scratch_bytes(std::int64_t capacity, bool bulk) {
-    return (bulk ? bulk_scratch_bytes : 0) + bits_view::shmem_size(capacity);
-  }
+  /// word of the team row's conflict bits (with room for its alignment).
+  static std::size_t scratch_bytes(bool bulk) { return (bulk ? bulk_scratch_bytes : 0) + 64; }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     std::uint8_t* staging = apply.bulk ? static_cast<std::uint8_t*>(team.team_scratch(0).get_shmem(
                                              static_cast<std::ptrdiff_t>(bulk_scratch_bytes)))
                                        : nullptr;
+    int* found = static_cast<int*>(team.team_scratch(0).get_shmem(static_cast<std::ptrdiff_t>(sizeof(int))));
+    if (team.team_rank() == 0) *found = 0;
     const std::int64_t c = validate.shape.capacity;
-    bits_view found(team.team_scratch(0), c);
     const std::int32_t w = team.league_rank();
     const std::int32_t r = w / apply.items_per_row;
     const std::int32_t item_index = w - r * apply.items_per_row;
@@ -58,20 +55,26 @@ struct FusedFunctor {
     const WorkItem item = apply.items(item_index);
     const auto in = validate.limit_inputs();
     const RowRecord q = validate.load_row(r);
+    team.team_barrier();  // *found's zero before any thread's OR; the loads above stay in flight
     const ValidateLimits lim = validate.limits(in);  // used after the row's loads are out
     const RowCheck k = row_check<Features>(q, r, lim);
     const OwnKeys own = own_keys(q, k);
     // The live rows only: a partly filled batch's teams scan what it holds, not the capacity.
     const std::int64_t live = lim.count < 0 ? 0 : lim.count < c ? lim.count : c;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, live), [&](const std::int64_t o) {
+    // A thread's conflicts in a register, ORed into `found` only when there are
+    // any (rarely): a scan of C words of scratch by every thread after the
+    // barrier, or a team reduction, cost 0.5-3 µs more (perf_tests/RESULTS.md).
+    if (k.check) {
       constexpr bool trailing = Features & feature_trailing, commits = Features & feature_commit;
-      found(o) = k.check && o != r
-                     ? pair_conflicts<trailing, false, commits>(own, peer_keys<Features>(validate.load_row(o)))
-                     : 0;
-    });
+      const std::int64_t threads = team.team_size();
+      int mine = 0;
+      for (std::int64_t o = team.team_rank(); o < live; o += threads)
+        mine |= pair_conflicts<trailing, false, commits>(own, peer_keys<Features>(validate.load_row(o))) &
+                -static_cast<int>(o != r);
+      if (mine != 0) Kokkos::atomic_or(found, mine);
+    }
     team.team_barrier();
-    int bits = 0;
-    for (std::int64_t o = 0; o < live; ++o) bits |= found(o);
+    const int bits = *found;
     std::int32_t code;
     RowPlan p;
     validate.finish(q, k, bits, lim, code, p);

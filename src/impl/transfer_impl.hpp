@@ -351,10 +351,9 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
       typename apply_functor::policy_type(exec, 1, 1).team_size_max(d.apply_functor(), Kokkos::ParallelForTag());
   const bool bulk = !host && limits.bulk && !d.options.expert.no_bulk_copies;
   using fused_functor = impl::FusedFunctor<ExecutionSpace>;
-  limits.fused_team_max =
-      typename fused_functor::policy_type(exec, 1, 1)
-          .set_scratch_size(0, Kokkos::PerTeam(fused_functor::scratch_bytes(d.shape.capacity, bulk)))
-          .team_size_max(d.fused_functor(), Kokkos::ParallelForTag());
+  limits.fused_team_max = typename fused_functor::policy_type(exec, 1, 1)
+                              .set_scratch_size(0, Kokkos::PerTeam(fused_functor::scratch_bytes(bulk)))
+                              .team_size_max(d.fused_functor(), Kokkos::ParallelForTag());
   using flat_functor = impl::FusedFlatFunctor<ExecutionSpace, impl::feature_all>;
   limits.fused_flat_words = flat_functor::words_per_thread;
   limits.fused_flat_team_max =

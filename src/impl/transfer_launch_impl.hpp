@@ -158,7 +158,7 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSp
     } else {
       using functor = impl::FusedFunctor<ExecutionSpace, features_v>;
       launch(d.template fused_functor<features_v>(), d.launches.work_items, d.launches.fused_team_size,
-             functor::scratch_bytes(d.shape.capacity, d.launches.bulk_copies));
+             functor::scratch_bytes(d.launches.bulk_copies));
     }
   });
 }
