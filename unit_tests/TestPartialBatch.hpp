@@ -5,10 +5,12 @@
 // each step fills a few of its slots. Whatever the capacity, the live count and
 // the design (apply()'s compact grid, which strides over the rows validate()
 // listed as moving, the flat grid and the teams, which launch every slot;
-// validate_and_apply() in one launch or two, its teams of 64 or 128 threads above 128 commands), the codes and bytes
-// are the oracle's; rows past the count never write, however they collide with the live ones; and a transfer reused
-// from a full batch to a partial one, an empty one and a bad count leaves nothing of the earlier batch behind (the
-// compact list, the sorted validation's keys and look-ups above 64 commands).
+// validate_and_apply() in one launch or two, its teams of 64 or 128 threads
+// above 128 commands), the codes and bytes are the oracle's; rows past the
+// count never write, however they collide with the live ones; and a transfer
+// reused from a full batch to a partial one, an empty one and a bad count
+// leaves nothing of the earlier batch behind (the compact list, the sorted
+// validation's keys and look-ups above 64 commands).
 
 #include <gtest/gtest.h>
 
