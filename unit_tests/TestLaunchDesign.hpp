@@ -187,17 +187,17 @@ TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
   }
 }
 
-// validate()'s teams at C <= 64: one team on hosts and up to 32 commands on
-// GPUs, teams of 8 rows above; options.expert.validate_rows_per_team picks the rows
-// per team on every backend.
+// validate()'s teams: one team up to 64 commands on every backend, teams of 8
+// rows above on GPUs (the pair compares up to 256); options.expert.validate_rows_per_team
+// picks the rows per team on every backend.
 TEST(TEST_CATEGORY, construction_validate_teams) {
   const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
-  for (const std::int64_t c : {32, 64}) {
+  for (const std::int64_t c : {32, 64, 128}) {
     CtorArgs s(c);
     auto t = s.make();
     t.prepare(Exec());
-    EXPECT_EQ(t.launch_plan().validate_league, host || c <= 32 ? 1 : 8) << t.launch_summary();
-    EXPECT_EQ(t.launch_plan().validate_rows_per_team, host || c <= 32 ? c : 8);
+    EXPECT_EQ(t.launch_plan().validate_league, c <= 64 ? 1 : host ? 2 : c / 8) << t.launch_summary();
+    EXPECT_EQ(t.launch_plan().validate_rows_per_team, c <= 64 ? c : host ? 64 : 8);
   }
   CtorArgs s(64);
   s.config.options.expert.validate_rows_per_team = 3;

@@ -143,10 +143,11 @@ inline std::int32_t log2_exact(std::int64_t power) {
 /// The launches of one transfer. The defaults are the best of the sittings in
 /// perf_tests/RESULTS.md and DESIGN-NOTES.md: apply() the compact grid (a
 /// partly filled batch costs what it moves); validate() up to 64 commands one
-/// team of a thread a row up to 32 rows, else teams of 8 rows (at 32 one team
-/// and several were level), each row's vector lanes splitting its scan of the
-/// others where it has more than 8 (4 with several teams) peers to scan, at
-/// most 4 lanes in one team (there all C rows' warps share one SM);
+/// team of a thread a row (its barrier, not the last team's fence and count,
+/// then publishes the rows to the compact plan), above that teams of 8 rows,
+/// each row's vector lanes splitting its scan of the others where it has more
+/// than 8 (4 with several teams) peers to scan, at most 4 lanes in one team
+/// (there all C rows' warps share one SM);
 /// validate_and_apply() one launch only where its grid is small (below: the
 /// flat grid on Kokkos 4, which was 10-15% slower than two launches on Kokkos
 /// 3.4's build, the teams, or the persistent grid where commits remap), else
@@ -219,7 +220,7 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // validate(): the pair compares at capacity c, or where it sorts, its first launch's at the pairs
   // capacity (up to that many live rows it compares every pair; SortedFirstFunctor).
   const int ci = static_cast<int>(p.sorted_validation ? pairs_capacity(o, host) : c);
-  const int rows = std::min(ci, o.validate_rows_per_team > 0 ? o.validate_rows_per_team : !host && ci > 32 ? 8 : 64);
+  const int rows = std::min(ci, o.validate_rows_per_team > 0 ? o.validate_rows_per_team : !host && ci > 64 ? 8 : 64);
   const int per_lane = o.validate_peers_per_lane > 0 ? o.validate_peers_per_lane : rows < ci ? 4 : 8;
   const auto threads_max = [&](int lanes) { return d.validate_threads_max[log2_exact(lanes)]; };
   const int max_lanes = std::min(rows < ci ? 64 : 4, std::min(d.vector_length_max, 64));

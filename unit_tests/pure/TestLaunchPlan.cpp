@@ -89,13 +89,14 @@ TEST(pure, launch_plan_gpu_defaults) {
   EXPECT_EQ(si::choose_launch_plan(shape(8, 1 << 20), d, o).validate_and_apply, FusedDesign::flat_grid);
   // 8 rows of 4 MiB: past two waves of the flat grid, within one of the teams (a team a 64 KiB item).
   EXPECT_EQ(si::choose_launch_plan(shape(8, 4 << 20), d, o).validate_and_apply, FusedDesign::teams);
-  // C = 64 of 64 KiB rows: the teams (one wave), validate in 8 teams of 8 rows, 16 lanes.
+  // C = 64 of 64 KiB rows: the teams (one wave), validate in one team of 64 rows, 4 lanes.
   p = si::choose_launch_plan(shape(64, 64 * 1024), d, o);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::teams);
   EXPECT_EQ(p.fused_team_size, 128);
-  EXPECT_EQ(p.validate_league, 8);
-  EXPECT_EQ(p.validate_rows_per_team, 8);
-  EXPECT_EQ(p.validate_vector_length, 16);
+  EXPECT_EQ(p.validate_league, 1);
+  EXPECT_EQ(p.validate_rows_per_team, 64);
+  EXPECT_EQ(p.validate_vector_length, 4);
+  EXPECT_EQ(p.validate_team_size, 64);
   // C = 32: one team, at most 4 lanes.
   p = si::choose_launch_plan(shape(32, 64 * 1024), d, o);
   EXPECT_EQ(p.validate_league, 1);
@@ -321,7 +322,7 @@ TEST(pure, launch_plan_validate_pairs_capacity) {
     EXPECT_FALSE(si::choose_launch_plan(shape(64, 1 << 20), d, o).sorted_validation);
     statexfer::LaunchPlan sorted = si::choose_launch_plan(shape(128, 1 << 20), d, o);
     EXPECT_TRUE(sorted.sorted_validation);
-    EXPECT_EQ(sorted.validate_league, d.host ? 1 : 8) << "the first launch: the pair compares' at 64 commands";
+    EXPECT_EQ(sorted.validate_league, 1) << "the first launch: the pair compares' at 64 commands, one team";
     o.expert.validate_pairs_capacity = 512;
     statexfer::LaunchPlan p = si::choose_launch_plan(shape(512, 1 << 20), d, o);
     EXPECT_FALSE(p.sorted_validation);
