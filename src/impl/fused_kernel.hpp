@@ -63,7 +63,7 @@ struct FusedFunctor {
     const std::int64_t live = lim.count < 0 ? 0 : lim.count < c ? lim.count : c;
     // A thread's conflicts in a register, ORed into `found` only when there are
     // any (rarely): a scan of C words of scratch by every thread after the
-    // barrier, or a team reduction, cost 0.5-3 µs more (perf_tests/RESULTS.md).
+    // barrier, or a team reduction, was slower (perf_tests/RESULTS.md).
     if (k.check) {
       constexpr bool trailing = Features & feature_trailing, commits = Features & feature_commit;
       const std::int64_t threads = team.team_size();
