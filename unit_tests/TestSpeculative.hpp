@@ -145,6 +145,56 @@ TEST(TEST_CATEGORY, speculative_designs_match_the_oracle) {
       }
 }
 
+// Codes raised between validate() and apply() (tensor-parallel ranks
+// combining theirs, docs/CONTRACT.md §9) veto every move in every apply()
+// design: the compact grid, which reads a listed row's plan and then its code
+// beside its bytes (striding and handed out), the flat grid, the teams and the
+// persistent grid. Snapshots with keys, restores, resets, tier moves and
+// commits of both moves, against the oracle applying the raised codes.
+TEST(TEST_CATEGORY, speculative_raised_codes_veto_every_apply_design) {
+  using namespace speculative;
+  using statexfer::ApplyDesign;
+  struct Design {
+    ApplyDesign apply;
+    int handout;
+  };
+  const Design designs[] = {{ApplyDesign::compact, 0},
+                            {ApplyDesign::compact, 1},
+                            {ApplyDesign::flat_grid, 0},
+                            {ApplyDesign::teams, 0},
+                            {ApplyDesign::persistent, 0}};
+  int config = 0;
+  std::int64_t raised_rows = 0;
+  for (const Design& d : designs)
+    for (const std::int64_t C : {1, 8, 64, 256}) {
+      if (d.apply == ApplyDesign::persistent && C > 64) continue;  // up to 64 commands
+      for (const CommitMove move : {CommitMove::remap, CommitMove::copy}) {
+        ft::TierOptions o;
+        o.capacity = C;
+        o.host_rows = C < 16 ? 5 : C / 2;
+        o.cache_pages = 2 * C + 6;
+        o.positions = 1 + config % statexfer::max_speculative_positions;
+        o.move = move;
+        o.keys = true;
+        o.options.apply = d.apply;
+        o.options.expert.compact_handout = d.handout;
+        if (d.handout != 0) o.options.expert.apply_teams = 3;  // few teams: past 64 units a team, tickets
+        Rig rig(o);
+        ft::TierRng rng(0x5bec2000ULL + static_cast<std::uint64_t>(config));
+        const std::string what = std::string(statexfer::to_string(d.apply)) + (d.handout ? " handed out" : "") +
+                                 ", C " + std::to_string(C) + ", " + statexfer::to_string(move);
+        for (int b = 0; b < 12 && !HasFailure(); ++b) {
+          const ft::TierCommands k = ft::random_tier_batch(rng, rig, b % 3 == 2);
+          const auto codes = rig.run_raised_and_check(k, 1 + (config + b) % 3, what + " batch " + std::to_string(b));
+          for (std::int64_t r = 0; r < k.count; ++r) raised_rows += codes[static_cast<std::size_t>(r)] == 8;
+        }
+        ++config;
+        ASSERT_FALSE(HasFailure()) << what;
+      }
+    }
+  EXPECT_GT(raised_rows, 100) << "too few rows were raised for the test to mean anything";
+}
+
 // Without speculative positions, operation 5 is an unknown value (code 1), and
 // the same random batches still match the oracle.
 TEST(TEST_CATEGORY, speculative_commits_without_positions_are_invalid) {

@@ -201,7 +201,8 @@ struct TierRig {
   }
 
   /// The oracle on the host images: codes, and the images updated to the expected memory.
-  std::vector<std::int32_t> oracle_run(const TierCommands& k) {
+  /// `raised`: codes another rank raised between the calls (0: none), which apply() obeys.
+  std::vector<std::int32_t> oracle_run(const TierCommands& k, const std::vector<std::int32_t>* raised = nullptr) {
     const OracleGeometry g = geometry();
     OracleMemory m;
     m.pool = pool_h.data();
@@ -219,7 +220,10 @@ struct TierRig {
     const OracleCommands cmd{k.slot.data(), k.src.data(), k.dst.data(), k.op.data(),
                              k.end.data(),  k.count,      k.key.data()};
     const ContractOracle oracle(g);
-    const std::vector<std::int32_t> codes = oracle.validate(cmd, m, &oracle_positions);
+    std::vector<std::int32_t> codes = oracle.validate(cmd, m, &oracle_positions);
+    if (raised != nullptr)
+      for (std::size_t r = 0; r < codes.size(); ++r)
+        if ((*raised)[r] != 0) codes[r] = (*raised)[r];
     oracle.apply(cmd, codes, m);
     return codes;
   }
@@ -244,11 +248,30 @@ struct TierRig {
     return check(k, what);
   }
 
+  /// Runs `k` as tensor-parallel ranks do: validate(), then every `every`-th
+  /// row whose code is 0 raised to 8 (another rank refused it), then apply().
+  /// The raised rows write nothing: the oracle applies the raised codes.
+  std::vector<std::int32_t> run_raised_and_check(const TierCommands& k, int every, const std::string& what) {
+    upload_all(k);
+    const Exec& exec = transfer->execution_space_instance();
+    transfer->validate(exec);
+    exec.fence();
+    std::vector<std::int32_t> codes = download(commands.errors), raised(codes.size(), 0);
+    for (std::size_t r = 0; r < codes.size(); ++r)
+      if (codes[r] == 0 && static_cast<std::int64_t>(r) < k.count && r % static_cast<std::size_t>(every) == 0)
+        codes[r] = raised[r] = 8;
+    upload(commands.errors, codes);
+    transfer->apply(exec);
+    exec.fence();
+    return check(k, what, &raised);
+  }
+
   /// After the device ran `k` (and was fenced): the oracle on the host images
   /// must give the device's codes and bytes; the images become the expected
   /// memory. Returns the codes.
-  std::vector<std::int32_t> check(const TierCommands& k, const std::string& what) {
-    const std::vector<std::int32_t> codes = oracle_run(k);
+  std::vector<std::int32_t> check(const TierCommands& k, const std::string& what,
+                                  const std::vector<std::int32_t>* raised = nullptr) {
+    const std::vector<std::int32_t> codes = oracle_run(k, raised);
     EXPECT_EQ(download(commands.errors), codes) << what;
     // Without commits nothing writes commit_positions: the sentinel stays.
     if (opt.positions > 0) {
