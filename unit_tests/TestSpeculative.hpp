@@ -147,9 +147,8 @@ TEST(TEST_CATEGORY, speculative_designs_match_the_oracle) {
 
 // Codes raised between validate() and apply() (tensor-parallel ranks
 // combining theirs, docs/CONTRACT.md §9) veto every move in every apply()
-// design: the compact grid, which reads a listed row's plan and then its code
-// beside its bytes (striding and handed out), the flat grid, the teams and the
-// persistent grid. Snapshots with keys, restores, resets, tier moves and
+// design: the compact grid (striding and handed out), the flat grid, the
+// teams and the persistent grid. Snapshots with keys, restores, resets, tier moves and
 // commits of both moves, against the oracle applying the raised codes.
 TEST(TEST_CATEGORY, speculative_raised_codes_veto_every_apply_design) {
   using namespace speculative;
