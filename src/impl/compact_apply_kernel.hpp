@@ -7,6 +7,12 @@
 // `Words` 16-byte words on GPUs, a work item on hosts), and team 0 swaps the
 // remapping commits' state-row entries. A row past num_ops, refused, a remap
 // or an empty slot adds no unit, so a partly filled batch costs what it moves.
+// A unit's addresses come from one round of loads that need only its index
+// (the list entry, the row's plan listed beside it, the work item; a team's
+// first unit beside the counts), its words from the next, beside the row's
+// code, which vetoes only the stores: the flat grid's two rounds, not four.
+// Without listed plans (validate() in several teams, row claims, handed out) a
+// unit reads its row, then the row's plan, code and work item, then its words.
 //
 // On GPUs the teams stride over the units, or (`HandedOut`, the launch plan's
 // compact_handed_out) stride where the batch holds at most
@@ -42,8 +48,9 @@ struct CompactUnit {
   std::int32_t n;
 };
 
-template <class ExecutionSpace, int Words, bool HandedOut = false>
+template <class ExecutionSpace, int Words, bool HandedOut = false, bool Listed = false>
 struct CompactApplyFunctor {
+  static_assert(!(Listed && HandedOut), "listed plans are read by the striding teams only");
   using memory_space = typename ExecutionSpace::memory_space;
   static constexpr bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
   static constexpr int team_threads = 128;
@@ -61,6 +68,7 @@ struct CompactApplyFunctor {
   Kokkos::View<const RowPlan*, memory_space> plan;
   Kokkos::View<const WorkItem*, memory_space> items;
   Kokkos::View<std::int32_t*, memory_space> moves;                             // the compact plan
+  Kokkos::View<const RowPlan*, memory_space> listed;                           // Listed: its rows' plans
   Kokkos::View<std::int32_t*, memory_space> claims;                            // row claims (§15); empty: none
   Kokkos::View<const std::int64_t*, memory_space> claimed;                     // what validate() claimed
   Kokkos::View<std::int64_t**, Kokkos::LayoutRight, memory_space> state_rows;  // written by remapping commits
@@ -68,7 +76,39 @@ struct CompactApplyFunctor {
   std::int32_t items_per_row = 1;
   std::int32_t units_per_item = 1;  // units covering the longest work item (1 on hosts: a unit is an item)
 
-  /// Unit v of the listed rows, or nothing (v >= total). A key stamp is written here, by thread 0.
+  /// With listed plans: unit v of the listed rows (v < the listed rows' units)
+  /// as its row's plan makes it, before the row's code is read (`row`), or a
+  /// key stamp (n 0).
+  /// Its loads (list, listed plan, work item) need nothing but v.
+  struct ListedUnit {
+    CompactUnit u;
+    std::int32_t row;
+    std::int32_t stamp;  // the key tile of a snapshot: the row's key into u.dst (its plan's, read then)
+  };
+  KOKKOS_INLINE_FUNCTION ListedUnit listed_unit(std::int32_t v, std::int32_t per_row) const {
+    const std::int32_t k = v / per_row, rest = v - k * per_row;
+    const std::int32_t item_index = rest / units_per_item, part = rest - item_index * units_per_item;
+    const ItemMove m = item_move(listed(k), 0, items(item_index));
+    ListedUnit l{{nullptr, nullptr, 0}, moves(move_rows + k), m.stamp};
+    const std::int64_t at = host ? 0 : std::int64_t(part) * unit_bytes;
+    if (at >= m.length) {
+      l.stamp = 0;
+      return l;
+    }
+    if (m.stamp) {
+      l.u.dst = m.dst;
+      return l;
+    }
+    l.u.dst = m.dst + at;
+    l.u.src = m.src == nullptr ? nullptr : m.src + at;
+    const std::int64_t left = m.length - at;
+    l.u.n = static_cast<std::int32_t>(host || left < unit_bytes ? left : unit_bytes);  // hosts: the whole item
+    return l;
+  }
+
+  /// Unit v of the listed rows, or nothing (v >= total): its row, then its
+  /// plan, code and work item (without listed plans). A key stamp is written
+  /// here, by thread 0.
   KOKKOS_INLINE_FUNCTION CompactUnit unit(std::int32_t v, std::int32_t total, std::int32_t per_row, int t) const {
     CompactUnit u{nullptr, nullptr, 0};
     if (v >= total) return u;
@@ -123,33 +163,70 @@ struct CompactApplyFunctor {
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
-    const int t = team.team_rank(), threads = team.team_size();
-    const std::int32_t n_move = moves(move_count), n_remap = moves(remap_count);
-    // The remaps, by team 0: `errors` still vetoes (combined across ranks since validate()).
+  /// Thread t's share of one unit (GPUs): its words, then its stores.
+  KOKKOS_INLINE_FUNCTION static void move_unit(const CompactUnit& u, int t) {
+    Word16 a[Words];
+    load(u, t, a);
+    store(u, t, a);
+  }
+
+  /// Hosts: a unit is a whole work item, moved by the C library (teams of one).
+  KOKKOS_INLINE_FUNCTION static void host_move(const CompactUnit& u) {
+    if (u.n > 0)
+      u.src == nullptr ? (void)std::memset(u.dst, 0, static_cast<std::size_t>(u.n))
+                       : (void)std::memcpy(u.dst, u.src, static_cast<std::size_t>(u.n));
+  }
+
+  /// The remaps, by team 0: `errors` still vetoes (combined across ranks since validate()).
+  KOKKOS_INLINE_FUNCTION void remap_rows(const member_type& team, std::int32_t n_remap) const {
     if (team.league_rank() == 0)
-      for (int j = t; j < n_remap; j += threads) {
+      for (int j = team.team_rank(); j < n_remap; j += team.team_size()) {
         const std::int32_t r = moves(move_rows + capacity - 1 - j);
         if (errors(r) == 0) remap_state_rows(state_rows, plan(r));
       }
+  }
+
+  /// With listed plans: the team's first unit loaded beside the counts (the
+  /// league is at most the capacity's units, so its entry is in range), and
+  /// each unit's words beside its row's code (validate() listed the row with
+  /// code 0, so its addresses are valid; a code combined since vetoes the
+  /// stores). The remaps after the units: nothing held across them.
+  KOKKOS_INLINE_FUNCTION void move_listed_units(const member_type& team) const {
+    const int t = team.team_rank();
+    const std::int32_t per_row = items_per_row * units_per_item, first = team.league_rank();
+    const ListedUnit first_unit = listed_unit(first, per_row);
+    const std::int32_t total = moves(move_count) * per_row;
+    const auto move = [&](const ListedUnit& l) {
+      if constexpr (host) {
+        if (errors(l.row) != 0) return;
+        if (l.stamp) stamp_key(l.u.dst, plan(l.row).key);
+        host_move(l.u);
+      } else {
+        Word16 a[Words];
+        load(l.u, t, a);
+        if (errors(l.row) != 0) return;
+        if (l.stamp && t == 0) stamp_key(l.u.dst, plan(l.row).key);
+        store(l.u, t, a);
+      }
+    };
+    // The first unit apart, so that nothing of it is held across the others.
+    if (first < total) move(first_unit);
+    for (std::int32_t v = first + team.league_size(); v < total; v += team.league_size()) move(listed_unit(v, per_row));
+    remap_rows(team, moves(remap_count));
+  }
+
+  /// Without: each unit's row, then its plan, code and work item.
+  KOKKOS_INLINE_FUNCTION void move_row_units(const member_type& team) const {
+    const int t = team.team_rank();
+    const std::int32_t n_move = moves(move_count);
+    remap_rows(team, moves(remap_count));
     // Units and the league fit int32 together: prepare() takes another design where they would not.
     const std::int32_t per_row = items_per_row * units_per_item;
     const std::int32_t total = n_move * per_row, stride = team.league_size();
     if constexpr (host) {
-      // Hosts: a unit is a whole work item, moved by the C library (teams of one).
-      for (std::int32_t v = team.league_rank(); v < total; v += stride) {
-        const CompactUnit u = unit(v, total, per_row, t);
-        if (u.n > 0)
-          u.src == nullptr ? (void)std::memset(u.dst, 0, static_cast<std::size_t>(u.n))
-                           : (void)std::memcpy(u.dst, u.src, static_cast<std::size_t>(u.n));
-      }
+      for (std::int32_t v = team.league_rank(); v < total; v += stride) host_move(unit(v, total, per_row, t));
     } else {
-      const auto move = [&](const std::int32_t v) {
-        const CompactUnit u = unit(v, total, per_row, t);
-        Word16 a[Words];
-        load(u, t, a);
-        store(u, t, a);
-      };
+      const auto move = [&](const std::int32_t v) { move_unit(unit(v, total, per_row, t), t); };
       if (!HandedOut || total <= compact_strided_rounds * stride) {
         for (std::int32_t v = team.league_rank(); v < total; v += stride) move(v);
       } else {
@@ -161,6 +238,13 @@ struct CompactApplyFunctor {
         }
       }
     }
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    if constexpr (Listed)
+      move_listed_units(team);
+    else
+      move_row_units(team);
     // With row claims, the last team releases them once every team's bytes are written.
     if (claims.extent(0) > 0 && last_team(team, &moves(apply_done))) {
       release_claims(team, claims, claimed, moves(live_count));

@@ -77,7 +77,8 @@ enum PlanFlag : std::int32_t {
 /// claims apply() releases, docs/CONTRACT.md §15). `teams_done` counts the
 /// deciding launch's teams that have finished, `apply_done` apply()'s; the last
 /// team of each sets it back to 0. `apply_tickets` is the counter apply()'s
-/// teams draw units from (unit_tickets.hpp).
+/// teams draw units from (unit_tickets.hpp). Beside the list, a View of C
+/// RowPlans holds the listed rows' plans in list order (move_list.hpp).
 enum MoveListEntry : std::int32_t {
   move_count = 0,
   remap_count = 1,

@@ -117,7 +117,7 @@ struct ExchangeViews {
   template <class Member>
   KOKKOS_INLINE_FUNCTION void list_passed(const Member& team, std::int32_t live) const {
     const auto passed = [&](const int r) { return errors(r) == 0 ? 1 : 0; };
-    list_rows(team, passed, moves, live, static_cast<int>(capacity));
+    list_rows(team, passed, moves, live, static_cast<int>(capacity), [](int, int) {});
   }
 };
 

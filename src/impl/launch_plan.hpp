@@ -232,6 +232,9 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   p.validate_rows_per_team = rows;
   p.validate_league = (ci + rows - 1) / rows;
   p.validate_team_size = host ? 1 : std::max(1, std::min(threads_max(lanes), rows));
+  // One team of a thread a row lists the rows' plans from its registers (move_list.hpp); a row claim,
+  // written by lane 0 alone, and read back ones cost more than apply() gains.
+  p.listed_plans = !p.sorted_validation && p.validate_league == 1 && p.validate_team_size >= c && !s.claims;
   if (p.sorted_validation) {
     p.sort_teams = d.sort_teams;
     p.sort_team_size = host ? 1 : std::min(std::max(1, std::min(d.sort_team_max, 1024)), std::max(1, d.sort_chunk / 2));

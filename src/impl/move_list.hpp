@@ -3,7 +3,12 @@
 
 // The compact plan (MoveListEntry, device_types.hpp): validate()'s deciding
 // launch lists the live rows that move bytes and the remapping commits, so
-// that apply() costs what the batch moves rather than its capacity. The
+// that apply() costs what the batch moves rather than its capacity. Where one
+// team decides every row, a thread each (LaunchPlan::listed_plans), each
+// listed row's plan beside it too, from the thread's registers, so that
+// apply() reaches a unit's bytes with one round of loads (list, listed plan,
+// work item), as the flat grid does; read back by another team it cost more
+// than apply() gains (perf_tests/DESIGN-NOTES.md). The
 // launch's teams decide rows independently; the last team to finish (an
 // atomic count, after a fence that publishes its rows) reads every live row's
 // code and plan and writes the list, in row order (list_rows()), or team 0
@@ -64,15 +69,17 @@ KOKKOS_INLINE_FUNCTION constexpr std::size_t list_scratch_bytes(int team_size) {
 /// The list of rows [0, live) by `kind(r)` (0 none, 1 moves bytes, 2 remaps:
 /// move_kind()), in row order, by the calling team; `moves`' counts and
 /// live_count with it, and teams_done back to 0 for the next validate().
+/// `emit(r, k)` is called for each row that moves bytes, at its index k in the
+/// list, by the thread that lists it (the listed plans).
 /// Each thread takes a contiguous run of rows: it counts them, the runs'
 /// counts are scanned in team scratch (list_scratch_bytes()), and it writes
 /// its run's entries. Not Kokkos' team scan: Kokkos 3.4's on CUDA keeps an
 /// abort (a printf, a stack frame) in every kernel that calls it, and it
 /// scans once per team_size rows where this scans once. Every lane of a
 /// thread runs this alike: each writes the same values.
-template <class Member, class Kind, class Moves>
+template <class Member, class Kind, class Moves, class Emit>
 KOKKOS_INLINE_FUNCTION void list_rows(const Member& team, const Kind& kind, const Moves& moves, std::int32_t live,
-                                      std::int32_t capacity) {
+                                      std::int32_t capacity, const Emit& emit) {
   const int threads = team.team_size(), t = team.team_rank();
   auto* counts = static_cast<std::int32_t*>(team.team_scratch(0).get_shmem_aligned(
       static_cast<std::ptrdiff_t>(threads * sizeof(std::int32_t)), static_cast<std::ptrdiff_t>(sizeof(std::int64_t))));
@@ -96,7 +103,10 @@ KOKKOS_INLINE_FUNCTION void list_rows(const Member& team, const Kind& kind, cons
     std::int32_t at = counts[t] - mine;
     for (int r = begin; r < end; ++r) {
       const int k = kind(r);
-      if (k == 1) moves(move_rows + (at & 0xffff)) = r;
+      if (k == 1) {
+        moves(move_rows + (at & 0xffff)) = r;
+        emit(r, at & 0xffff);
+      }
       if (k == 2) moves(move_rows + capacity - 1 - (at >> 16)) = r;
       at += weight(k);
     }
@@ -113,7 +123,8 @@ KOKKOS_INLINE_FUNCTION void list_rows(const Member& team, const Kind& kind, cons
 }
 
 /// The last team of validate(): the list from the rows' codes and plans (read
-/// past the cache: other teams wrote them in this launch).
+/// past the cache: other teams wrote them in this launch), without the listed
+/// plans (apply() then reads each listed row's plan).
 template <class Member, class Plans, class Codes, class Moves>
 KOKKOS_INLINE_FUNCTION void build_move_list(const Member& team, const Plans& plan, const Codes& errors,
                                             const Moves& moves, std::int32_t live, std::int32_t capacity) {
@@ -121,7 +132,7 @@ KOKKOS_INLINE_FUNCTION void build_move_list(const Member& team, const Plans& pla
     return move_kind(*static_cast<volatile const std::int32_t*>(&errors(r)),
                      *static_cast<volatile const std::int32_t*>(&plan(r).flags));
   };
-  list_rows(team, kind, moves, live, capacity);
+  list_rows(team, kind, moves, live, capacity, [](int, int) {});
 }
 
 }  // namespace statexfer::impl

@@ -48,6 +48,7 @@ struct TransferData {
   Kokkos::View<WorkItem*, memory_space> items;
   Kokkos::View<RowPlan*, memory_space> plan;
   Kokkos::View<std::int32_t*, memory_space> moves;    // the compact plan (move_list.hpp): move_rows + C entries
+  Kokkos::View<RowPlan*, memory_space> listed;        // its listed rows' plans, in list order
   RowClaims<ExecutionSpace> claims;                   // empty: none (docs/CONTRACT.md §15)
   Kokkos::View<std::int64_t*, memory_space> claimed;  // with claims: what each live row holds, [2 C]
   SortedValidation<ExecutionSpace> sorted;            // capacities above max_capacity (the extension)
@@ -107,12 +108,14 @@ struct TransferData {
     f.accepted = speculative.accepted;
     f.commit_positions = commands.commit_positions;
     f.moves = moves;
+    f.listed = listed;
     f.claims = claims.claims();
     f.claimed = claimed;
     f.row_bases = RowBases{pool.backing().data(), host_tier.backing().data(), shape.row_bytes};
     f.shape = shape;
     f.lanes = std::max(1, launches.validate_vector_length);
     f.rows_per_team = launches.validate_rows_per_team > 0 ? launches.validate_rows_per_team : INT32_MAX;
+    f.listed_plans = launches.listed_plans ? 1 : 0;
     return f;
   }
 
@@ -150,13 +153,14 @@ struct TransferData {
     return f;
   }
 
-  template <int Words = 4, bool HandedOut = false>  // hosts: any (a unit is a work item)
-  CompactApplyFunctor<ExecutionSpace, Words, HandedOut> compact_functor() const {
-    CompactApplyFunctor<ExecutionSpace, Words, HandedOut> f;
+  template <int Words = 4, bool HandedOut = false, bool Listed = false>  // hosts: any Words (a unit is a work item)
+  CompactApplyFunctor<ExecutionSpace, Words, HandedOut, Listed> compact_functor() const {
+    CompactApplyFunctor<ExecutionSpace, Words, HandedOut, Listed> f;
     f.errors = commands.errors;
     f.plan = plan;
     f.items = items;
     f.moves = moves;
+    f.listed = listed;
     f.claims = claims.claims();
     f.claimed = claimed;
     f.state_rows = state_rows;

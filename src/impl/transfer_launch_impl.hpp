@@ -101,14 +101,18 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
                                                   Kokkos::Experimental::WorkItemProperty::HintLightWeight);
       Kokkos::parallel_for("statexfer::apply", policy, f);
     };
+    // Listed plans: read by striding teams (handed out, a unit reads its row's plan).
+    const bool listed = d.launches.listed_plans && !d.launches.compact_handed_out;
     if constexpr (std::is_same_v<memory_space, Kokkos::HostSpace>) {
-      launch(d.compact_functor());  // hosts: a work item a unit, whatever the GPUs' variant
+      // Hosts: a work item a unit, whatever the GPUs' variant.
+      listed ? launch(d.template compact_functor<4, false, true>()) : launch(d.compact_functor());
+    } else if (d.launches.compact_handed_out) {
+      d.launches.compact_words == 4 ? launch(d.template compact_functor<4, true>())
+                                    : launch(d.template compact_functor<2, true>());
+    } else if (d.launches.compact_words == 4) {
+      listed ? launch(d.template compact_functor<4, false, true>()) : launch(d.template compact_functor<4>());
     } else {
-      const bool handed_out = d.launches.compact_handed_out;
-      if (d.launches.compact_words == 4)
-        handed_out ? launch(d.template compact_functor<4, true>()) : launch(d.template compact_functor<4>());
-      else
-        handed_out ? launch(d.template compact_functor<2, true>()) : launch(d.template compact_functor<2>());
+      listed ? launch(d.template compact_functor<2, false, true>()) : launch(d.template compact_functor<2>());
     }
     return;
   }

@@ -56,12 +56,14 @@ struct ValidateFunctor {
   Kokkos::View<const std::int32_t*, memory_space> accepted;       // read only with speculative positions
   Kokkos::View<std::int32_t*, memory_space> commit_positions;     // written only with speculative positions
   Kokkos::View<std::int32_t*, memory_space> moves;                // the compact plan (move_list.hpp)
+  Kokkos::View<RowPlan*, memory_space> listed;                    // with listed_plans: its rows' plans, in list order
   Kokkos::View<std::int32_t*, memory_space> claims;               // row claims (docs/CONTRACT.md §15); empty: none
   Kokkos::View<std::int64_t*, memory_space> claimed;              // with claims: what each live row holds, [2 C]
   RowBases row_bases;
   TransferShape shape;
   int lanes = 1;                  // the team's vector length (prepare())
   int rows_per_team = INT32_MAX;  // rows a team decides; >= C: one team (prepare())
+  int listed_plans = 0;           // one team of a thread a row lists the plans too (LaunchPlan::listed_plans)
 
   KOKKOS_INLINE_FUNCTION static std::size_t scratch_bytes(std::int64_t capacity) {
     return static_cast<std::size_t>(capacity) * sizeof(PeerKeys) + alignof(PeerKeys);
@@ -211,11 +213,19 @@ struct ValidateFunctor {
     build_move_list(team, plan, errors, moves, live, static_cast<std::int32_t>(shape.capacity));
   }
 
+  /// A row decided: move_kind() of its code and plan, and the plan.
+  struct Decided {
+    int kind;
+    RowPlan plan;
+  };
+
   /// Row r's code and plan: its own checks, then its comparisons with the
   /// other live rows (a conflict needs only equal keys). Each of the row's
   /// lanes compares it with every lanes-th row; their bits are OR-ed.
-  KOKKOS_INLINE_FUNCTION void decide(const member_type& team, int r, const RowRecord& q, const ValidateLimits& lim,
-                                     const PeerKeys* peers) const {
+  /// Returns what apply() does with the row and its plan, the same on every
+  /// lane but where a row claim (lane 0's alone) refused it.
+  KOKKOS_INLINE_FUNCTION Decided decide(const member_type& team, int r, const RowRecord& q, const ValidateLimits& lim,
+                                        const PeerKeys* peers) const {
     const RowCheck k = row_check<Features>(q, r, lim);
     const OwnKeys own = own_keys(q, k);
     const int count = static_cast<int>(lim.count);                  // 0 <= count <= C when k.check
@@ -247,6 +257,7 @@ struct ValidateFunctor {
       plan(r) = p;
       record_commit(r, q, lim);
     }
+    return {move_kind(code, p.flags), p};
   }
 
   /// Row r's keys into team scratch, from one of its lanes.
@@ -276,8 +287,13 @@ struct ValidateFunctor {
       const TeamRows m = team_rows(team, c);
       const RowRecord q = load_row(m.own);  // in flight with the shared rows' loads
       decide_team_rows(team, m, q, c, in, peers);
-    } else {
-      decide_rows(team, c, in, peers);
+    } else if (const Decided own = decide_rows(team, c, in, peers); listed_plans) {
+      // One thread a row: thread t holds row t's kind and plan, the list's
+      // run of one row it owns (list_rows()); no read back.
+      list_rows(
+          team, [&](int) { return own.kind; }, moves, live_rows(in), static_cast<std::int32_t>(c),
+          [&](int, int k) { listed(k) = own.plan; });
+      return;
     }
     list_moves(team, in, rows_per_team < c ? rows_per_team : c);
   }
@@ -312,8 +328,11 @@ struct ValidateFunctor {
   /// scratch): a thread a row, its record kept in registers across the barrier
   /// (prepare() asks for C threads; a larger team's extra threads idle), or,
   /// with fewer threads than rows (hosts), each row loaded again after it.
-  KOKKOS_INLINE_FUNCTION void decide_rows(const member_type& team, int n, const LimitInputs& in,
-                                          PeerKeys* peers) const {
+  /// Returns, where a thread decided one row (threads >= n), that row's kind
+  /// and plan (kind 0 past the rows), else kind -1: the list then reads the
+  /// rows' codes and plans back.
+  KOKKOS_INLINE_FUNCTION Decided decide_rows(const member_type& team, int n, const LimitInputs& in,
+                                             PeerKeys* peers) const {
     const int t = team.team_rank(), threads = team.team_size();
     if (threads >= n) {
       const int r = t < n ? t : n - 1;  // with n > 0 every thread loads (row n - 1 past n); only t < n use it
@@ -321,12 +340,13 @@ struct ValidateFunctor {
       if (n > 0) q = load_row(r);
       if (t < n) share(team, r, q, peers);
       team.team_barrier();
-      if (t < n) decide(team, r, q, limits(in), peers);
+      return t < n ? decide(team, r, q, limits(in), peers) : Decided{0, RowPlan{}};
     } else {
       for (int r = t; r < n; r += threads) share(team, r, load_row(r), peers);
       team.team_barrier();
       const ValidateLimits lim = limits(in);
       for (int r = t; r < n; r += threads) decide(team, r, load_row(r), lim, peers);
+      return {-1, RowPlan{}};
     }
   }
 };

@@ -71,6 +71,7 @@ TEST(pure, launch_plan_gpu_defaults) {
   EXPECT_EQ(p.validate_league, 1);
   EXPECT_EQ(p.validate_team_size, 4);
   EXPECT_EQ(p.validate_vector_length, 1);
+  EXPECT_TRUE(p.listed_plans) << "one team, a thread a row: it lists the rows' plans";
   // Kokkos 3.4: the teams instead.
   si::DeviceLimits k34 = d;
   k34.kokkos4 = false;
@@ -97,6 +98,11 @@ TEST(pure, launch_plan_gpu_defaults) {
   EXPECT_EQ(p.validate_rows_per_team, 64);
   EXPECT_EQ(p.validate_vector_length, 4);
   EXPECT_EQ(p.validate_team_size, 64);
+  EXPECT_TRUE(p.listed_plans);
+  // With row claims (lane 0 claims a row) validate() lists no plans.
+  si::PlanShape claimed = shape(64, 64 * 1024);
+  claimed.claims = true;
+  EXPECT_FALSE(si::choose_launch_plan(claimed, d, o).listed_plans);
   // C = 32: one team, at most 4 lanes.
   p = si::choose_launch_plan(shape(32, 64 * 1024), d, o);
   EXPECT_EQ(p.validate_league, 1);
@@ -112,6 +118,7 @@ TEST(pure, launch_plan_gpu_defaults) {
   EXPECT_EQ(p.validate_vector_length, 32);
   EXPECT_EQ(p.validate_team_size, 8);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
+  EXPECT_FALSE(p.listed_plans) << "several teams: apply() reads each listed row's plan";
   // 128 and 256 commands: the pair compares' one launch, teams of 8 rows of 32 lanes, then apply();
   // validate_and_apply() the teams' one launch of 128 threads a team while they are one wave; 512 sorts.
   for (const std::int64_t c : {128, 256}) {
@@ -121,6 +128,7 @@ TEST(pure, launch_plan_gpu_defaults) {
     EXPECT_EQ(p.validate_rows_per_team, 8) << c;
     EXPECT_EQ(p.validate_vector_length, 32) << c;
     EXPECT_EQ(p.validate_team_size, 8) << c;
+    EXPECT_FALSE(p.listed_plans) << c;
     // 16 work items a row: a wave of teams of 128 threads (2112) at 128 commands; at 256 teams of 64 (4224).
     EXPECT_EQ(p.validate_and_apply, FusedDesign::teams) << c;
     EXPECT_EQ(p.fused_team_size, c == 128 ? 128 : 64) << c;
@@ -302,6 +310,8 @@ TEST(pure, launch_plan_host_defaults) {
   EXPECT_EQ(p.validate_team_size, 1);
   EXPECT_EQ(p.validate_vector_length, 1);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
+  EXPECT_FALSE(p.listed_plans) << "a team of one thread decides 16 rows";
+  EXPECT_TRUE(si::choose_launch_plan(shape(1, 1 << 20), host_limits(), TransferOptions{}).listed_plans);
   // Hosts sort above 128 commands by default.
   EXPECT_FALSE(si::choose_launch_plan(shape(128, 1 << 20), host_limits(), TransferOptions{}).sorted_validation);
   const statexfer::LaunchPlan sorted = si::choose_launch_plan(shape(256, 1 << 20), host_limits(), TransferOptions{});
