@@ -69,6 +69,10 @@ PairTable pair_table(const ModelLayout& model, int source_tp, int source_rank, i
         if (s.end <= s.begin) continue;
         const std::int64_t unit = model.segment(k).unit_bytes;
         const std::int64_t bytes = (s.end - s.begin) * unit;
+        if (s.begin == 0 && bytes >= 8 && b == 0 && k == first) {
+          if (region.name == "consumed_tokens") t.endpoint_at = payload;
+          if (region.name == "prefix_key") t.key_at = payload;
+        }
         const std::int64_t row = base + b * side.block_bytes[r] + side.segment_offset[static_cast<std::size_t>(k)] +
                                  (s.begin - side.held_begin[static_cast<std::size_t>(k)]) * unit;
         for (std::int64_t at = 0; at < bytes; at += chunk) {

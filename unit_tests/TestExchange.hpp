@@ -7,9 +7,10 @@
 // destination rank's buffer from it; common/exchange_fixture.hpp): every
 // imported row equals the oracle's shard of the whole row (test_common/
 // reshard.hpp), every record's checksum the oracle's, and each fault (a
-// flipped payload byte, another model's layout, a stale key, a missing slice,
-// a wrong endpoint, a refused export, bad rows, two imports into one row, a
-// bad count) gets its code and writes nothing, or, for a payload landed
+// flipped payload byte, another model's layout, a stale key, a header naming
+// another prefix than its payload, a missing slice, a wrong endpoint, a
+// refused export, bad rows, two imports into one row, a bad count) gets its
+// code and writes nothing, or, for a payload landed
 // before its checksum failed, leaves its row unpublished. Both landings of the
 // import (ImportLanding). Partly filled batches reuse one export and import.
 
@@ -161,6 +162,52 @@ TEST(TEST_CATEGORY, exchange_faults_are_refused_and_write_nothing) {
     expect_codes(batch, 4, {0, 0, 9, 9});
     untouched(3);
     untouched(4);
+
+    // Records whose headers name another prefix than the payload holds, their
+    // checksums recomputed (packed from another row, or edited): every record
+    // of `slot` for decode rank 0 gets `field` (16 the key, 24 the endpoint) +
+    // `by`, and the import's command names it: 9 from the record that carries
+    // the row's `region` (replicated: one prefill rank sends it), nothing written.
+    const auto forge = [&](const char* region, std::int64_t field, std::int64_t slot, std::int64_t by) {
+      bool carried = false;
+      std::int64_t forged = 0;
+      for (int i = 0; i < p; ++i) {
+        if (statexfer::record_bytes(model, {p, i}, {d, 0}) == 0) continue;
+        const auto slices = model.slices(p, i, d, 0);
+        for (int g = 0; g < model.segment_count(); ++g)
+          carried |= model.regions()[static_cast<std::size_t>(model.region_of(g))].name == region &&
+                     slices[static_cast<std::size_t>(g)].end > slices[static_cast<std::size_t>(g)].begin;
+        auto rec = move.record(i, 0, slot);
+        std::int64_t value, payload;
+        std::uint64_t was;
+        std::memcpy(&value, rec.data() + field, 8);
+        std::memcpy(&payload, rec.data() + 56, 8);
+        std::memcpy(&was, rec.data() + 64, 8);
+        forged = value + by;
+        std::memcpy(rec.data() + field, &forged, 8);
+        const std::uint64_t sum = ft::oracle_checksum(rec.data(), header, payload);
+        for (int b = 0; b < 8; ++b) {
+          move.patch_record(i, 0, slot, field + b, static_cast<std::uint8_t>(((value ^ forged) >> (8 * b)) & 0xff));
+          move.patch_record(i, 0, slot, 64 + b, static_cast<std::uint8_t>(((sum ^ was) >> (8 * b)) & 0xff));
+        }
+      }
+      EXPECT_TRUE(carried) << region;
+      return forged;
+    };
+    fresh();
+    batch = imports_of(w);
+    batch[2].prefix_key = forge("prefix_key", 16, 2, 7);
+    {
+      const auto c = move.import_all(batch, 4);
+      EXPECT_EQ(c[0], (std::vector<std::int32_t>{0, 0, 9, 0, 0, 0, 0, 0})) << "the forged key";
+      EXPECT_EQ(c[1][2], 9) << "decode rank 1's record has the row's key";
+    }
+    untouched(3);
+    fresh();
+    batch = imports_of(w);
+    batch[1].expected_consumed = forge("consumed_tokens", 24, 1, 3);
+    expect_codes(batch, 4, {0, 9});
+    untouched(2);
 
     fresh();  // a missing slice: the first nonempty range of a record emptied
     for (int g = 0; g < model.segment_count(); ++g) {

@@ -31,7 +31,8 @@ enum class CommandError : std::int32_t {
   invalid_page = 6,      ///< the partial (or trailing) page is unmapped or past the usable page count
   row_in_use = 7,        ///< with row claims (§15): another transfer's batch in flight reads or writes its rows
   layout_mismatch = 8,   ///< import (§17): a record's layout fingerprint is not the receiver's
-  record_mismatch = 9,   ///< import: a record's header is not what the command and the groups give (or was refused)
+  record_mismatch = 9,   ///< import: a record's header is not what the command and the groups give (or was refused), or
+                         ///< its payload's endpoint or key not its header's
   checksum_mismatch = 10,  ///< import: a record's checksum is not the one its bytes give
   coverage_mismatch = 11,  ///< import: a record's slices would not cover the receiver's row exactly once
 };

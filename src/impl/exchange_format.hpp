@@ -82,6 +82,9 @@ struct PairTable {
   std::int64_t payload_bytes = 0;
   std::int64_t record_bytes = 0;      // 0: the pair sends nothing
   std::uint64_t slices_checksum = 0;  // the slices' words in the header, summed as the checksum does
+  // Where the record carries the row's consumed_tokens and prefix_key regions (replicated, one
+  // source rank's), their payload offsets, which the import compares with the header's endpoint and key; -1: not here.
+  std::int64_t endpoint_at = -1, key_at = -1;
   std::vector<RecordSlice> slices;
   std::vector<ExchangeChunk> chunks;
 };

@@ -210,7 +210,9 @@ PreparedExport<ExecutionSpace>::PreparedExport(const StatePool<ExecutionSpace>& 
       throw std::invalid_argument("statexfer::PreparedExport: wires[" + std::to_string(j) +
                                   "] overlaps the pool backing");
     peers.push_back({w.data(), t.record_bytes, t.header_bytes, t.payload_bytes, j,
-                     static_cast<std::int32_t>(slices.size()), t.slices_checksum});
+                     static_cast<std::int32_t>(slices.size()), t.slices_checksum,
+                     t.endpoint_at < 0 ? -1 : t.header_bytes + t.endpoint_at,
+                     t.key_at < 0 ? -1 : t.header_bytes + t.key_at});
     slices.insert(slices.end(), t.slices.begin(), t.slices.end());
     chunks.insert(chunks.end(), t.chunks.begin(), t.chunks.end());
   }
@@ -298,7 +300,9 @@ PreparedImport<ExecutionSpace>::PreparedImport(const StatePool<ExecutionSpace>& 
       throw std::invalid_argument("statexfer::PreparedImport: wires[" + std::to_string(i) +
                                   "] overlaps the pool backing");
     peers.push_back({w.data(), t.record_bytes, t.header_bytes, t.payload_bytes, i,
-                     static_cast<std::int32_t>(slices.size()), t.slices_checksum});
+                     static_cast<std::int32_t>(slices.size()), t.slices_checksum,
+                     t.endpoint_at < 0 ? -1 : t.header_bytes + t.endpoint_at,
+                     t.key_at < 0 ? -1 : t.header_bytes + t.key_at});
     slices.insert(slices.end(), t.slices.begin(), t.slices.end());
     chunks.insert(chunks.end(), t.chunks.begin(), t.chunks.end());
   }

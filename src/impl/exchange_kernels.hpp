@@ -47,6 +47,8 @@ struct PeerEntry {
   std::int32_t rank;
   std::int32_t slices_begin;      // its expected slices in the slice table
   std::uint64_t slices_checksum;  // their words' part of the header's checksum (PairTable)
+  std::int64_t endpoint_at;       // the record's bytes of the row's endpoint and key, -1: not in this record
+  std::int64_t key_at;
 };
 
 /// What both sides' kernels share.
@@ -316,6 +318,12 @@ struct ImportDecideFunctor {
         },
         Kokkos::BOr<int>(differs));
     if (differs) return 11;
+    // The endpoint and key its payload carries must be its header's, which the command's equal: a row
+    // is published as what it holds (a record packed from another row, or forged, names another).
+    const auto payload_word = [&](std::int64_t at) { return *reinterpret_cast<const std::int64_t*>(record + at); };
+    if ((pe.endpoint_at >= 0 && payload_word(pe.endpoint_at) != h->endpoint) ||
+        (pe.key_at >= 0 && payload_word(pe.key_at) != h->key))
+      return 9;
     if (Landing) return 0;  // the landing sums the payload as it lands
     // The slices are the expected ones: their part of the header's checksum is the pair's.
     const std::uint64_t header = header_fields_checksum(record) + pe.slices_checksum;

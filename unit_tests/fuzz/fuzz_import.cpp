@@ -14,7 +14,8 @@
 // Both landings (ImportLanding) run each input, from the same commands into
 // two pools of the same bytes. The oracle is §17's text, over the records'
 // bytes: each live command's code (5, 1, 2, then per record in source-rank
-// order 9 magic/version, 8 fingerprint, 9 fields, 11 slices, 10 checksum,
+// order 9 magic/version, 8 fingerprint, 9 fields, 11 slices, 9 the payload's
+// endpoint and key against the header's, 10 checksum,
 // then 4; landing, the checksums' 10 after 4). The pool must then be what it
 // was, except each command of code 0, whose row must be the oracle's shard
 // (test_common/reshard.hpp) of the row the record's slot carried, in every
@@ -82,6 +83,7 @@ void store(std::vector<std::uint8_t>& b, std::int64_t at, T v) {
 struct Peer {
   int rank;
   std::int64_t record_bytes, payload_bytes;
+  std::int64_t endpoint_at = -1, key_at = -1;  // the record's bytes of the row's endpoint and key, where it has them
   std::vector<statexfer::SliceRange> slices;
   std::vector<std::uint8_t> pristine;  // C records as the exports wrote them
 };
@@ -149,13 +151,16 @@ struct Rig {
         if (code != 0) fail("a rig's export was refused");
       const std::int64_t rb = statexfer::record_bytes(model, {p, i}, {d, j});
       if (rb == 0) continue;
-      Peer peer{i, rb, 0, model.slices(p, i, d, j), get<std::uint8_t>(wires.wire(i, j))};
+      Peer peer{i, rb, 0, -1, -1, model.slices(p, i, d, j), get<std::uint8_t>(wires.wire(i, j))};
       // The payload: every nonempty run of every block, padded to 8 bytes (§17).
       int g = 0;
       for (const auto& region : model.regions()) {
         for (std::int64_t b = 0; b < region.blocks; ++b)
           for (std::size_t s = 0; s < region.segments.size(); ++s) {
             const auto& range = peer.slices[static_cast<std::size_t>(g) + s];
+            if (range.end > range.begin && region.name == "consumed_tokens")
+              peer.endpoint_at = header + peer.payload_bytes;
+            if (range.end > range.begin && region.name == "prefix_key") peer.key_at = header + peer.payload_bytes;
             peer.payload_bytes += ((range.end - range.begin) * region.segments[s].unit_bytes + 7) / 8 * 8;
           }
         g += static_cast<int>(region.segments.size());
@@ -201,6 +206,11 @@ struct Rig {
           load<std::int32_t>(bytes, e + 8) != peer.slices[g].end || load<std::int32_t>(bytes, e + 12) != 0)
         return 11;
     }
+    // The endpoint and key the payload carries (the replicated regions, from one prefill rank) are the header's.
+    if ((peer.endpoint_at >= 0 &&
+         load<std::int64_t>(bytes, at + peer.endpoint_at) != load<std::int64_t>(bytes, at + 24)) ||
+        (peer.key_at >= 0 && load<std::int64_t>(bytes, at + peer.key_at) != load<std::int64_t>(bytes, at + 16)))
+      return 9;
     if (checksum &&
         ft::oracle_checksum(bytes.data() + at, header, peer.payload_bytes) != load<std::uint64_t>(bytes, at + 64))
       return 10;
