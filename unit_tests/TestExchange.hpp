@@ -167,7 +167,8 @@ TEST(TEST_CATEGORY, exchange_faults_are_refused_and_write_nothing) {
     // checksums recomputed (packed from another row, or edited): every record
     // of `slot` for decode rank 0 gets `field` (16 the key, 24 the endpoint) +
     // `by`, and the import's command names it: 9 from the record that carries
-    // the row's `region` (replicated: one prefill rank sends it), nothing written.
+    // the row's `region` (replicated: one prefill rank sends it), its row
+    // untouched, or landed and unpublished.
     const auto forge = [&](const char* region, std::int64_t field, std::int64_t slot, std::int64_t by) {
       bool carried = false;
       std::int64_t forged = 0;
@@ -194,20 +195,24 @@ TEST(TEST_CATEGORY, exchange_faults_are_refused_and_write_nothing) {
       EXPECT_TRUE(carried) << region;
       return forged;
     };
+    const auto refused_on_rank0 = [&](std::int64_t row) {
+      EXPECT_EQ(move.destination_row(1, row), std::vector<std::uint8_t>(move.destinations[1].row_bytes(), 0))
+          << "decode rank 1 refuses its (unedited) record's header before it lands";
+      if (landing == ImportLanding::publish_after_check)
+        EXPECT_EQ(move.destination_endpoint(0, row), -1) << "landed, unpublished";
+      else
+        EXPECT_EQ(move.destination_row(0, row), std::vector<std::uint8_t>(move.destinations[0].row_bytes(), 0));
+    };
     fresh();
     batch = imports_of(w);
     batch[2].prefix_key = forge("prefix_key", 16, 2, 7);
-    {
-      const auto c = move.import_all(batch, 4);
-      EXPECT_EQ(c[0], (std::vector<std::int32_t>{0, 0, 9, 0, 0, 0, 0, 0})) << "the forged key";
-      EXPECT_EQ(c[1][2], 9) << "decode rank 1's record has the row's key";
-    }
-    untouched(3);
+    expect_codes(batch, 4, {0, 0, 9});
+    refused_on_rank0(3);
     fresh();
     batch = imports_of(w);
     batch[1].expected_consumed = forge("consumed_tokens", 24, 1, 3);
     expect_codes(batch, 4, {0, 9});
-    untouched(2);
+    refused_on_rank0(2);
 
     fresh();  // a missing slice: the first nonempty range of a record emptied
     for (int g = 0; g < model.segment_count(); ++g) {

@@ -51,6 +51,16 @@ struct PeerEntry {
   std::int64_t key_at;
 };
 
+/// Whether a whole record's payload carries its header's endpoint and key
+/// where it holds the row's consumed_tokens and prefix_key regions: a row is
+/// published only as the prefix its bytes are (docs/CONTRACT.md §17; a record
+/// packed from another row, or edited and its checksum recomputed, is not).
+KOKKOS_INLINE_FUNCTION bool payload_names_header(const std::uint8_t* record, const PeerEntry& pe) {
+  const auto* h = reinterpret_cast<const RecordHeader*>(record);
+  const auto word = [&](std::int64_t at) { return *reinterpret_cast<const std::int64_t*>(record + at); };
+  return (pe.endpoint_at < 0 || word(pe.endpoint_at) == h->endpoint) && (pe.key_at < 0 || word(pe.key_at) == h->key);
+}
+
 /// What both sides' kernels share.
 template <class MemorySpace>
 struct ExchangeViews {
@@ -318,17 +328,11 @@ struct ImportDecideFunctor {
         },
         Kokkos::BOr<int>(differs));
     if (differs) return 11;
-    // The endpoint and key its payload carries must be its header's, which the command's equal: a row
-    // is published as what it holds (a record packed from another row, or forged, names another).
-    const auto payload_word = [&](std::int64_t at) { return *reinterpret_cast<const std::int64_t*>(record + at); };
-    if ((pe.endpoint_at >= 0 && payload_word(pe.endpoint_at) != h->endpoint) ||
-        (pe.key_at >= 0 && payload_word(pe.key_at) != h->key))
-      return 9;
-    if (Landing) return 0;  // the landing sums the payload as it lands
+    if (Landing) return 0;  // the landing sums the payload as it lands, then checks it (import_landing.hpp)
     // The slices are the expected ones: their part of the header's checksum is the pair's.
     const std::uint64_t header = header_fields_checksum(record) + pe.slices_checksum;
     if (v.sums(r * v.peer_count + q) + header != h->checksum) return 10;
-    return 0;
+    return payload_names_header(record, pe) ? 0 : 9;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {

@@ -6,7 +6,8 @@
 // validate() is one team deciding every code but the checksum's
 // (ImportDecideFunctor<..., true>) and a grid landing the listed rows, each
 // word summed as it is loaded, whose last team compares the sums (code 10) and
-// leaves every landed row unpublished; apply() publishes the rows whose code
+// the payload's endpoint and key with the header's (code 9), and leaves every
+// landed row unpublished; apply() publishes the rows whose code
 // is still 0. The payload is read once and written once, as by a copy.
 
 #include <Kokkos_Core.hpp>
@@ -59,9 +60,11 @@ struct ImportLandFunctor {
         const PeerEntry pe = v.peers(q);
         const std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
         const std::int64_t at = std::int64_t(r) * v.peer_count + q;
-        // The slices were checked: their part of the header's checksum is the pair's.
+        // The slices were checked: their part of the header's checksum is the pair's. The first record
+        // (in source-rank order) that is not whole (10) or, whole, names another prefix (9) gives the code.
         const std::uint64_t header = header_fields_checksum(record) + pe.slices_checksum;
-        if (v.sums(at) + header != reinterpret_cast<const RecordHeader*>(record)->checksum) code = 10;
+        if (code == 0 && v.sums(at) + header != reinterpret_cast<const RecordHeader*>(record)->checksum) code = 10;
+        if (code == 0 && !payload_names_header(record, pe)) code = 9;
         v.sums(at) = 0;
       }
       v.errors(r) = code;

@@ -14,13 +14,13 @@
 // Both landings (ImportLanding) run each input, from the same commands into
 // two pools of the same bytes. The oracle is §17's text, over the records'
 // bytes: each live command's code (5, 1, 2, then per record in source-rank
-// order 9 magic/version, 8 fingerprint, 9 fields, 11 slices, 9 the payload's
-// endpoint and key against the header's, 10 checksum,
-// then 4; landing, the checksums' 10 after 4). The pool must then be what it
+// order 9 magic/version, 8 fingerprint, 9 fields, 11 slices, 10 checksum, 9
+// the payload's endpoint and key against the header's, then 4; landing, the
+// last two after 4). The pool must then be what it
 // was, except each command of code 0, whose row must be the oracle's shard
 // (test_common/reshard.hpp) of the row the record's slot carried, in every
 // byte a region holds (the alignment gaps between regions keep their bytes),
-// and, landing, each row refused only by its checksum, whose endpoint must
+// and, landing, each row refused only by its last two checks, whose endpoint must
 // be -1 (its regions' other bytes are the payload's); the wires must be
 // unchanged. Any difference aborts; ASan, UBSan
 // and the Kokkos bounds checks catch any access outside the Views.
@@ -187,7 +187,7 @@ struct Rig {
   }
 
   /// §17's code for the record at `slot` of `bytes` (a peer's wire image), for an import of (key, endpoint);
-  /// without `checksum`, every check but the checksum's.
+  /// without `checksum`, every check but the last two (the checksum, the payload's endpoint and key).
   std::int32_t code(const Peer& peer, const std::vector<std::uint8_t>& bytes, std::int64_t slot, std::int64_t key,
                     std::int64_t endpoint, bool checksum = true) const {
     const std::int64_t at = slot * peer.record_bytes;
@@ -206,14 +206,14 @@ struct Rig {
           load<std::int32_t>(bytes, e + 8) != peer.slices[g].end || load<std::int32_t>(bytes, e + 12) != 0)
         return 11;
     }
-    // The endpoint and key the payload carries (the replicated regions, from one prefill rank) are the header's.
+    if (!checksum) return 0;
+    if (ft::oracle_checksum(bytes.data() + at, header, peer.payload_bytes) != load<std::uint64_t>(bytes, at + 64))
+      return 10;
+    // Whole, the endpoint and key its payload carries (the replicated regions, from one prefill rank) are its header's.
     if ((peer.endpoint_at >= 0 &&
          load<std::int64_t>(bytes, at + peer.endpoint_at) != load<std::int64_t>(bytes, at + 24)) ||
         (peer.key_at >= 0 && load<std::int64_t>(bytes, at + peer.key_at) != load<std::int64_t>(bytes, at + 16)))
       return 9;
-    if (checksum &&
-        ft::oracle_checksum(bytes.data() + at, header, peer.payload_bytes) != load<std::uint64_t>(bytes, at + 64))
-      return 10;
     return 0;
   }
 };
@@ -236,7 +236,9 @@ ModelLayout mini_model() {
 
 std::int64_t nearby(FuzzedDataProvider& in, std::int64_t v) {
   switch (in.ConsumeIntegralInRange<int>(0, 3)) {
-    case 0: return v + in.ConsumeIntegralInRange<std::int64_t>(-2, 2);
+    case 0:  // wrapping, as a field's bytes would: v may be any value
+      return static_cast<std::int64_t>(static_cast<std::uint64_t>(v) +
+                                       static_cast<std::uint64_t>(in.ConsumeIntegralInRange<std::int64_t>(-2, 2)));
     case 1: return 0;
     case 2: return -1;
     default: return in.ConsumeIntegral<std::int64_t>();
@@ -407,8 +409,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else if (src[at] < 0 || src[at] >= C || dst[at] <= 0 || dst[at] >= slots_usable) {
       code = landing_code = 2;
     } else {
-      // Checking first: each record's codes in turn, the checksum's among them, then 4. Landing: each
-      // record's codes but the checksum's, then 4, then the checksums (10).
+      // Checking first: each record's codes in turn, all of them, then 4. Landing: each record's codes
+      // but the last two, then 4, then those (10, or 9 for the payload's endpoint or key) of each record.
       const bool aliased =
           row_users[static_cast<std::size_t>(dst[at])] > 1 || slot_users[static_cast<std::size_t>(src[at])] > 1;
       for (int q = 0; q < P && code == 0; ++q)
