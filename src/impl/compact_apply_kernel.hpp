@@ -76,15 +76,16 @@ struct CompactApplyFunctor {
   std::int32_t items_per_row = 1;
   std::int32_t units_per_item = 1;  // units covering the longest work item (1 on hosts: a unit is an item)
 
-  /// With listed plans: unit v of the listed rows (v < the listed rows' units)
-  /// as its row's plan makes it, before the row's code is read (`row`), or a
-  /// key stamp (n 0).
-  /// Its loads (list, listed plan, work item) need nothing but v.
+  /// A unit with listed plans, and the row whose code vetoes its stores.
   struct ListedUnit {
     CompactUnit u;
     std::int32_t row;
     std::int32_t stamp;  // the key tile of a snapshot: the row's key into u.dst (its plan's, read then)
   };
+  /// With listed plans: unit v of the listed rows (v below the league, or
+  /// below the listed rows' units) as its row's plan makes it, before the
+  /// row's code is read, or a key stamp (n 0). Its loads (list entry, listed
+  /// plan, work item) need nothing but v.
   KOKKOS_INLINE_FUNCTION ListedUnit listed_unit(std::int32_t v, std::int32_t per_row) const {
     const std::int32_t k = v / per_row, rest = v - k * per_row;
     const std::int32_t item_index = rest / units_per_item, part = rest - item_index * units_per_item;

@@ -329,8 +329,9 @@ struct ValidateFunctor {
   /// (prepare() asks for C threads; a larger team's extra threads idle), or,
   /// with fewer threads than rows (hosts), each row loaded again after it.
   /// Returns, where a thread decided one row (threads >= n), that row's kind
-  /// and plan (kind 0 past the rows), else kind -1: the list then reads the
-  /// rows' codes and plans back.
+  /// and plan (kind 0 past the rows), else kind -1 (fewer threads than rows:
+  /// LaunchPlan::listed_plans is never set there, and list_moves() reads the
+  /// rows' codes and plans back).
   KOKKOS_INLINE_FUNCTION Decided decide_rows(const member_type& team, int n, const LimitInputs& in,
                                              PeerKeys* peers) const {
     const int t = team.team_rank(), threads = team.team_size();
