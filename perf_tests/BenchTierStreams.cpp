@@ -6,7 +6,9 @@
 // offload (a 49.1 MiB row, device -> pinned host). Each step is a graph
 // (validate_and_apply(): two launches with claims) replayed as BenchTransfer.cpp
 // does. The tier transfer's compact grid gets options.expert.apply_teams =
-// SMs/32, SMs/16, SMs/8, SMs/4, SMs/2, SMs and the default (10 an SM, named teams-wave):
+// SMs/32, SMs/16, SMs/12, SMs/8, SMs/4, SMs/2, SMs and the default (10 an SM,
+// named teams-wave), and SMs/16 and SMs/8 again with 8 KiB units
+// (options.expert.compact_words = 4, named teams-T-words-4):
 //
 //   tier-streams/qwen3.5-9b/memcpy_d2h_eager   the yardstick: cudaMemcpyAsync of the row into pinned memory
 //   tier-streams/qwen3.5-9b/memcpy_d2h_graph   the same captured in a graph
@@ -71,7 +73,7 @@ struct TwoStreams {
   statexfer::CommandBatch<Exec> tier_batch{capacity};
   std::unique_ptr<statexfer::PreparedStateTransfer<Exec>> tier_transfer;
 
-  explicit TwoStreams(int teams) {
+  TwoStreams(int teams, int words) {
     WorkloadOptions options;
     options.host_rows = 2;
     options.snapshot_rows = snapshot_rows;
@@ -81,6 +83,7 @@ struct TwoStreams {
     tier_commands = statexfer::StateCommands<Exec>::allocate(capacity);
     statexfer::TransferConfig<Exec> config = w->config;
     config.options.expert.apply_teams = teams;
+    config.options.expert.compact_words = words;
     tier_transfer = std::make_unique<statexfer::PreparedStateTransfer<Exec>>(w->pool, tier_commands, w->tables, config);
     tier_transfer->prepare(tier.exec());
     // Snapshot row 7, which no device command of the timed batch touches, to host row 1.
@@ -134,10 +137,10 @@ double beside(Replayer& timed, int n, Replayer& other, const BenchInstance& othe
 }
 #endif
 
-void run(benchmark::State& state, int teams, Kind kind) {
+void run(benchmark::State& state, int teams, int words, Kind kind) {
   std::unique_ptr<TwoStreams> pair;
   try {
-    pair = std::make_unique<TwoStreams>(teams);
+    pair = std::make_unique<TwoStreams>(teams, words);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
@@ -261,7 +264,7 @@ void add(const std::string& name, std::function<void(benchmark::State&)> f) {
 
 void register_tier_stream_benchmarks() {
   const std::string prefix = "tier-streams/qwen3.5-9b/";
-  std::vector<int> teams;
+  std::vector<std::pair<int, int>> teams;  // (teams, words a thread; 0: the default)
 #ifdef KOKKOS_ENABLE_CUDA
   add(prefix + "memcpy_d2h_eager", [](benchmark::State& st) { run_memcpy(st, true); });
   add(prefix + "memcpy_d2h_graph", [](benchmark::State& st) { run_memcpy(st, false); });
@@ -270,21 +273,25 @@ void register_tier_stream_benchmarks() {
   cudaGetDevice(&device);
   cudaGetDeviceProperties(&prop, device);
   const int sms = prop.multiProcessorCount;
-  for (const int share : {32, 16, 8, 4, 2, 1}) teams.push_back(std::max(1, sms / share));
+  for (const int share : {32, 16, 12, 8, 4, 2, 1}) teams.emplace_back(std::max(1, sms / share), 0);
+  // Units of 8 KiB: twice the bytes a team keeps in flight over the host link.
+  for (const int share : {16, 8}) teams.emplace_back(std::max(1, sms / share), 4);
   const bool two_streams = true;
 #else
-  teams.push_back(1);  // one thread of the host's
+  teams.emplace_back(1, 0);  // one thread of the host's
   const bool two_streams = false;
 #endif
-  teams.push_back(0);  // the default: 10 teams an SM on GPUs, every thread on hosts
-  add(prefix + "device_alone", [](benchmark::State& st) { run(st, 0, Kind::device_alone); });
-  for (const int t : teams) {
-    const std::string name = prefix + (t == 0 ? std::string("teams-wave") : "teams-" + std::to_string(t)) + "/";
-    add(name + "offload_alone", [t](benchmark::State& st) { run(st, t, Kind::offload_alone); });
+  teams.emplace_back(0, 0);  // the default: 10 teams an SM on GPUs, every thread on hosts
+  add(prefix + "device_alone", [](benchmark::State& st) { run(st, 0, 0, Kind::device_alone); });
+  for (const auto& [t, words] : teams) {
+    const std::string name = prefix + (t == 0 ? std::string("teams-wave") : "teams-" + std::to_string(t)) +
+                             (words != 0 ? "-words-" + std::to_string(words) : std::string()) + "/";
+    add(name + "offload_alone",
+        [t = t, words = words](benchmark::State& st) { run(st, t, words, Kind::offload_alone); });
     for (const auto& [step, kind] :
          {std::pair{"offload_beside", Kind::offload_beside}, std::pair{"device_beside", Kind::device_beside}}) {
       if (two_streams)
-        add(name + step, [t, kind = kind](benchmark::State& st) { run(st, t, kind); });
+        add(name + step, [t = t, words = words, kind = kind](benchmark::State& st) { run(st, t, words, kind); });
       else
         add(name + step, [](benchmark::State& st) {
           st.SkipWithError(

@@ -367,15 +367,17 @@ class DeviceState {
     offloads_->build(pool_, offloads_->commands(), tier_tables_, tier);
   }
 
-  // 1/8 of the SMs on CUDA, so that the tier batches leave the rest to the
-  // step's stream; the library's default elsewhere (the host runs them in order).
+  // A twelfth of the SMs on CUDA (11 teams on the H200): the fewest measured whose
+  // offload reaches 90% of pinned memcpy there, and with it a device batch beside
+  // stays within 4% of its time alone (an eighth: 1.06x; perf_tests/RESULTS.md);
+  // the library's default elsewhere (the host runs them in order).
   static std::int64_t default_tier_teams() {
 #ifdef KOKKOS_ENABLE_CUDA
     if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
       int device = 0, sms = 0;
       cuda_check(cudaGetDevice(&device), "cudaGetDevice");
       cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-      return std::max(1, sms / 8);
+      return std::max(1, sms / 12);
     }
 #endif
     return 0;

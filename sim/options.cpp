@@ -108,7 +108,7 @@ void add_geometry(CLI::App& app, Options& o, Text& t) {
       ->group(geo)
       ->capture_default_str();
   app.add_option("--tier-teams", cfg.tier_teams,
-                 "the tier batches' apply() league (0: 1/8 of the SMs on GPUs, the library's default on hosts)")
+                 "the tier batches' apply() league (0: 1/12 of the SMs on GPUs, the library's default on hosts)")
       ->group(geo)
       ->capture_default_str();
   app.add_option("--page-tokens", cfg.page_tokens, "tokens per KV page")->group(geo)->capture_default_str();

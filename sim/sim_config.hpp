@@ -50,7 +50,7 @@ struct SimConfig {
   std::int64_t snapshot_rows = 256;     ///< rows of the prefix cache
   std::int64_t host_snapshot_rows = 0;  ///< host-tier rows of the prefix cache (0: no host tier)
   bool tier_stream = true;              ///< host-tier moves in batches of their own on a stream of their own
-  std::int64_t tier_teams = 0;          ///< their apply()'s league (0: 1/8 of the SMs on GPUs, the default on hosts)
+  std::int64_t tier_teams = 0;          ///< their apply()'s league (0: 1/12 of the SMs on GPUs, the default on hosts)
   std::int64_t page_tokens = 16;
   std::int64_t row_bytes = 32768;  ///< recurrent (SSM + conv) state bytes per row
   std::int64_t kv_planes = 2;

@@ -17,6 +17,8 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda_yardstick.cuh"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -27,30 +29,6 @@
 
 namespace {
 
-#define CHECK(call)                                                                               \
-  do {                                                                                            \
-    const cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
-
-// Grid-stride 16-byte word copy with ILP loads in flight per thread.
-template <int ILP>
-__global__ void word_copy(const int4* __restrict__ src, int4* __restrict__ dst, std::int64_t words) {
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  for (; i + (ILP - 1) * stride < words; i += ILP * stride) {
-    int4 v[ILP];
-#pragma unroll
-    for (int k = 0; k < ILP; ++k) v[k] = src[i + k * stride];
-#pragma unroll
-    for (int k = 0; k < ILP; ++k) dst[i + k * stride] = v[k];
-  }
-  for (; i < words; i += stride) dst[i] = src[i];
-}
-
 struct Kernel {
   const char* name;
   int blocks, threads, ilp;
@@ -60,38 +38,9 @@ void launch_kernel(const Kernel& k, const void* src, void* dst, std::size_t byte
   const auto words = static_cast<std::int64_t>(bytes / 16);
   const auto* in = static_cast<const int4*>(src);
   auto* out = static_cast<int4*>(dst);
-  if (k.ilp == 1) word_copy<1><<<k.blocks, k.threads, 0, s>>>(in, out, words);
-  if (k.ilp == 4) word_copy<4><<<k.blocks, k.threads, 0, s>>>(in, out, words);
-  if (k.ilp == 8) word_copy<8><<<k.blocks, k.threads, 0, s>>>(in, out, words);
-}
-
-// Graph of whatever `body` enqueues on `s`.
-cudaGraphExec_t capture(cudaStream_t s, const std::function<void()>& body) {
-  cudaGraph_t g;
-  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  body();
-  CHECK(cudaStreamEndCapture(s, &g));
-  cudaGraphExec_t e;
-  CHECK(cudaGraphInstantiate(&e, g, 0));
-  CHECK(cudaGraphDestroy(g));
-  return e;
-}
-
-// Mean µs of `reps` runs of `step` on `s` (after two warm-ups).
-double time_us(cudaStream_t s, int reps, const std::function<void()>& step) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 2; ++i) step();
-  CHECK(cudaEventRecord(a, s));
-  for (int i = 0; i < reps; ++i) step();
-  CHECK(cudaEventRecord(b, s));
-  CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  CHECK(cudaEventElapsedTime(&ms, a, b));
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  return 1000.0 * ms / reps;
+  if (k.ilp == 1) yardstick::word_copy<1><<<k.blocks, k.threads, 0, s>>>(in, out, words);
+  if (k.ilp == 4) yardstick::word_copy<4><<<k.blocks, k.threads, 0, s>>>(in, out, words);
+  if (k.ilp == 8) yardstick::word_copy<8><<<k.blocks, k.threads, 0, s>>>(in, out, words);
 }
 
 constexpr int pieces = 8;  // (c): the row in this many copies
@@ -125,7 +74,8 @@ int main(int argc, char** argv) {
                             {"kernel 4x/SM x256 ilp4", 4 * sms, 256, 4},
                             {"kernel 8x/SM x512 ilp8", 8 * sms, 512, 8}};
   const Kernel d2d_kernel{"d2d", 4 * sms, 512, 4};
-  const double d2d_alone = time_us(s, reps, [&] { launch_kernel(d2d_kernel, d2d_src, d2d_dst, d2d_bytes, s); });
+  const double d2d_alone =
+      yardstick::time_us(s, reps, [&] { launch_kernel(d2d_kernel, d2d_src, d2d_dst, d2d_bytes, s); });
   std::printf("# D2D copy kernel of 256 MiB alone: %.1f us (%.0f GB/s read + write)\n", d2d_alone,
               2.0 * d2d_bytes / d2d_alone / 1e3);
   std::printf("%-10s %-4s %-34s %10s %8s %8s %14s\n", "row", "dir", "variant", "us", "GB/s", "% eager",
@@ -170,23 +120,23 @@ int main(int argc, char** argv) {
       // (d) the yardstick first.
       auto eager_step = [&] { CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s)); };
       verify("eager memcpy", eager_step);
-      eager = time_us(s, reps, eager_step);
+      eager = yardstick::time_us(s, reps, eager_step);
       report("(d) eager cudaMemcpyAsync", eager, 0);
       // (b) memcpy in a graph.
-      cudaGraphExec_t memcpy_graph = capture(s, eager_step);
+      cudaGraphExec_t memcpy_graph = yardstick::capture(s, eager_step);
       auto memcpy_graph_step = [&] { CHECK(cudaGraphLaunch(memcpy_graph, s)); };
       verify("graph memcpy", memcpy_graph_step);
-      report("(b) cudaMemcpyAsync in a graph", time_us(s, reps, memcpy_graph_step), 0);
+      report("(b) cudaMemcpyAsync in a graph", yardstick::time_us(s, reps, memcpy_graph_step), 0);
       // (c) the row in pieces: memcpy nodes of one graph, and cudaMemcpyBatchAsync.
       const std::size_t piece = bytes / pieces;
-      cudaGraphExec_t pieces_graph = capture(s, [&] {
+      cudaGraphExec_t pieces_graph = yardstick::capture(s, [&] {
         for (int p = 0; p < pieces; ++p)
           CHECK(cudaMemcpyAsync(static_cast<std::uint8_t*>(dst) + p * piece,
                                 static_cast<const std::uint8_t*>(src) + p * piece, piece, kind, s));
       });
       auto pieces_step = [&] { CHECK(cudaGraphLaunch(pieces_graph, s)); };
       verify("graph memcpy pieces", pieces_step);
-      report("(c) 8 memcpy nodes in a graph", time_us(s, reps, pieces_step), 0);
+      report("(c) 8 memcpy nodes in a graph", yardstick::time_us(s, reps, pieces_step), 0);
 #if CUDART_VERSION >= 12080
       {
         std::vector<void*> dsts(pieces);
@@ -205,17 +155,17 @@ int main(int argc, char** argv) {
                                      &attr_index, 1, s));
         };
         verify("memcpy batch", batch_step);
-        report("(c) cudaMemcpyBatchAsync, 8 pieces", time_us(s, reps, batch_step), 0);
+        report("(c) cudaMemcpyBatchAsync, 8 pieces", yardstick::time_us(s, reps, batch_step), 0);
       }
 #endif
       // (a) kernels over the mapped memory, in graphs.
       std::vector<cudaGraphExec_t> kernel_graphs;
       for (const Kernel& k : kernels) {
-        cudaGraphExec_t g = capture(s, [&] { launch_kernel(k, src_mapped, dst_mapped, bytes, s); });
+        cudaGraphExec_t g = yardstick::capture(s, [&] { launch_kernel(k, src_mapped, dst_mapped, bytes, s); });
         kernel_graphs.push_back(g);
         auto step = [&] { CHECK(cudaGraphLaunch(g, s)); };
         verify(k.name, step);
-        report(std::string("(a) ") + k.name, time_us(s, reps, step), 0);
+        report(std::string("(a) ") + k.name, yardstick::time_us(s, reps, step), 0);
       }
       // Overlapped with the 256 MiB D2D kernel on the other stream: the tier
       // copy's time, and the D2D kernel's time while the copies run.
@@ -227,7 +177,7 @@ int main(int argc, char** argv) {
         CHECK(cudaEventRecord(a, other));
         for (int i = 0; i < reps; ++i) launch_kernel(d2d_kernel, d2d_src, d2d_dst, d2d_bytes, other);
         CHECK(cudaEventRecord(b, other));
-        const double us = time_us(s, reps, step);
+        const double us = yardstick::time_us(s, reps, step);
         CHECK(cudaEventSynchronize(b));
         float ms = 0;
         CHECK(cudaEventElapsedTime(&ms, a, b));
