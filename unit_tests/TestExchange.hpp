@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <statexfer/statexfer.hpp>
@@ -346,6 +347,59 @@ TEST(TEST_CATEGORY, exchange_partial_batches_reuse_one_move) {
         EXPECT_EQ(move.destination_row(j, k + 1), want) << "live " << live << ", rank " << j << ", row " << k + 1;
       }
   }
+}
+
+// Records of hundreds of chunks (3 MiB of SSM state a whole row, odd conv
+// segments between): more chunks than a GPU's grid has teams, so the export
+// and the landing import hand them out and, on Hopper, stage them through
+// shared memory; every record's checksum and every row as the oracle's, full
+// and partly filled, and a byte flipped deep in a payload refused (10).
+TEST(TEST_CATEGORY, exchange_records_of_many_chunks_match_the_oracle) {
+  using namespace exchange_test;
+  const ModelLayout model(mini_regions(128 * 1024), 2);
+  for (const ImportLanding landing : landings)
+    for (const auto& [p, d] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}}) {
+      SCOPED_TRACE("prefill TP " + std::to_string(p) + ", decode TP " + std::to_string(d) + ", " + name_of(landing));
+      Move move(model, p, d, default_capacity + 2, default_capacity, landing);
+      const std::int64_t header = statexfer::record_header_bytes(model);
+      for (const int live : {default_capacity, 3}) {
+        const Wholes w = make_wholes(model, live, 4000 + 100 * p + 10 * d + live);
+        move.load_sources(w);
+        for (auto& pool : move.destinations) Kokkos::deep_copy(pool.backing(), 0);
+        for (const auto& codes : move.export_all(exports_of(w), live)) EXPECT_EQ(codes, zeros());
+        for (int i = 0; i < p; ++i)
+          for (int j = 0; j < d; ++j)
+            for (std::int64_t k = 0; k < live; ++k) {
+              const auto rec = move.record(i, j, k);
+              std::int64_t payload;
+              std::uint64_t checksum;
+              std::memcpy(&payload, rec.data() + 56, 8);
+              std::memcpy(&checksum, rec.data() + 64, 8);
+              ASSERT_GT(payload, 64 * 16 * 1024) << "a record of many chunks";
+              EXPECT_EQ(checksum, ft::oracle_checksum(rec.data(), header, payload)) << "rank " << i << " -> " << j;
+            }
+        for (const auto& codes : move.import_all(imports_of(w), live)) EXPECT_EQ(codes, zeros());
+        for (int j = 0; j < d; ++j)
+          for (std::int64_t k = 0; k < default_capacity; ++k) {
+            const auto want = k < live ? ft::oracle_shard(model.regions(), w.rows[k], d, j)
+                                       : std::vector<std::uint8_t>(move.destinations[j].row_bytes(), 0);
+            EXPECT_EQ(move.destination_row(j, k + 1), want) << "live " << live << ", rank " << j << ", row " << k + 1;
+          }
+      }
+      // A byte flipped in the middle of command 1's record from rank 0 to decode rank 0.
+      const Wholes w = make_wholes(model, 4, 4999);
+      move.load_sources(w);
+      for (auto& pool : move.destinations) Kokkos::deep_copy(pool.backing(), 0);
+      for (const auto& codes : move.export_all(exports_of(w), 4)) ASSERT_EQ(codes, zeros());
+      move.patch_record(0, 0, 1, statexfer::record_bytes(model, {p, 0}, {d, 0}) / 2, 0x40);
+      const auto codes = move.import_all(imports_of(w), 4);
+      EXPECT_EQ(codes[0], (std::vector<std::int32_t>{0, 10, 0, 0, 0, 0, 0, 0}));
+      if (landing == ImportLanding::publish_after_check)
+        EXPECT_EQ(move.destination_endpoint(0, 2), -1) << "landed, unpublished";
+      else
+        EXPECT_EQ(move.destination_row(0, 2), std::vector<std::uint8_t>(move.destinations[0].row_bytes(), 0));
+      EXPECT_EQ(move.destination_row(0, 1), ft::oracle_shard(model.regions(), w.rows[0], d, 0));
+    }
 }
 
 // The layouts: every unit of a decode rank comes from exactly one prefill

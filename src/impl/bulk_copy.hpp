@@ -34,6 +34,38 @@ __device__ inline std::uint32_t shared_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
+/// The mbarrier at `bar` set up for one arrival a phase, by one thread; a team barrier publishes it.
+__device__ inline void bulk_barrier_init(std::uint64_t* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar)) : "memory");
+}
+
+/// n bytes from src (global) into ring (shared), completing on `bar`: its one arrival, expecting them.
+__device__ inline void bulk_load(std::uint8_t* ring, const std::uint8_t* src, int n, std::uint64_t* bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(n) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   shared_address(ring)),
+               "l"(src), "r"(n), "r"(shared_address(bar))
+               : "memory");
+}
+
+/// Until the phase of `bar` with this parity has completed.
+__device__ inline void bulk_wait(std::uint64_t* bar, std::uint32_t parity) {
+  std::uint32_t done = 0;
+  while (!done)
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done)
+                 : "r"(shared_address(bar)), "r"(parity)
+                 : "memory");
+}
+
+/// n bytes from ring (shared) to dst (global), committed as a bulk group of their own.
+__device__ inline void bulk_store(std::uint8_t* dst, const std::uint8_t* ring, int n) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(shared_address(ring)),
+               "r"(n)
+               : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
 /// Stream `chunks` chunks of `Chunk` bytes (the last one `last_bytes`, all
 /// multiples of 16) from src + offset(j) to dst + offset(j), by the calling
 /// thread alone, through `Stages` buffers of `ring` (128-byte aligned shared
@@ -44,33 +76,18 @@ template <int Stages, int Chunk, class ChunkOffset>
 __device__ inline void bulk_copy_chunks(std::uint8_t* dst, const std::uint8_t* src, std::int64_t chunks,
                                         std::int32_t last_bytes, ChunkOffset offset, std::uint8_t* ring,
                                         std::uint64_t* bar) {
-  for (int s = 0; s < Stages; ++s)
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar + s)) : "memory");
+  for (int s = 0; s < Stages; ++s) bulk_barrier_init(bar + s);
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   auto bytes = [&](std::int64_t j) { return j == chunks - 1 ? last_bytes : Chunk; };
   auto load = [&](std::int64_t j) {
     const int s = static_cast<int>(j % Stages);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar + s)), "r"(bytes(j))
-                 : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     shared_address(ring + s * Chunk)),
-                 "l"(src + offset(j)), "r"(bytes(j)), "r"(shared_address(bar + s))
-                 : "memory");
+    bulk_load(ring + s * Chunk, src + offset(j), bytes(j), bar + s);
   };
   for (std::int64_t j = 0; j < chunks && j < Stages; ++j) load(j);
   for (std::int64_t j = 0; j < chunks; ++j) {
     const int s = static_cast<int>(j % Stages);
-    const std::uint32_t parity = static_cast<std::uint32_t>((j / Stages) & 1);
-    std::uint32_t done = 0;
-    while (!done)
-      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                   : "=r"(done)
-                   : "r"(shared_address(bar + s)), "r"(parity)
-                   : "memory");
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + offset(j)),
-                 "r"(shared_address(ring + s * Chunk)), "r"(bytes(j))
-                 : "memory");
-    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    bulk_wait(bar + s, static_cast<std::uint32_t>((j / Stages) & 1));
+    bulk_store(dst + offset(j), ring + s * Chunk, bytes(j));
     // At most this chunk's group still reading: the previous buffer is free.
     if (j >= 1 && j - 1 + Stages < chunks) {
       asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");

@@ -16,6 +16,7 @@
 
 #include <statexfer/exchange.hpp>
 
+#include "apply_kernel.hpp"
 #include "argument_checks.hpp"
 #include "exchange_kernels.hpp"
 #include "import_landing.hpp"
@@ -34,6 +35,7 @@ struct ExchangeData {
   ExchangeViews<memory_space> views;
   Kokkos::View<std::int32_t*, memory_space> row_users, slot_users;  // import
   int move_league = 1, sum_league = 1, team = 1, decide_team = 1, check_team = 1, check_lanes = 1;
+  bool ring = false;  // the applies' chunks through a ChunkRing (exchange_ring.hpp): the device code has bulk copies
   bool prepared = false;
 
   /// Checks and sets up everything but the peers (`what`: "PreparedExport" or "PreparedImport").
@@ -116,6 +118,7 @@ struct ExchangeData {
                                    : std::max<std::int64_t>(1, exec.concurrency() * teams_per_sm / 2048));
     };
     move_league = wave(export_teams_per_sm);
+    if constexpr (!host) ring = device_has_bulk_copy(exec);
     sum_league = wave(import_sum_teams_per_sm);
   }
 
@@ -254,8 +257,8 @@ void PreparedExport<ExecutionSpace>::apply(const ExecutionSpace& exec) const {
   if (!data_) throw std::logic_error("statexfer::PreparedExport::apply: the export was moved from");
   const auto& d = *data_;
   d.require_prepared("PreparedExport", "apply");
-  d.launch("statexfer::export_apply", exec, d.move_league, d.team, 0,
-           impl::ExportApplyFunctor<ExecutionSpace>{d.views});
+  d.launch("statexfer::export_apply", exec, d.move_league, d.team, d.ring ? impl::ring_scratch_bytes : 0,
+           impl::ExportApplyFunctor<ExecutionSpace>{d.views, d.ring ? 1 : 0});
 }
 
 template <class ExecutionSpace>
@@ -340,8 +343,8 @@ void PreparedImport<ExecutionSpace>::validate(const ExecutionSpace& exec) const 
   if (d.lands()) {
     d.launch("statexfer::import_check", exec, 1, d.check_team, impl::list_scratch_bytes(d.check_team),
              impl::ImportDecideFunctor<ExecutionSpace, true>{d.views, d.row_users, d.slot_users}, d.check_lanes);
-    d.launch("statexfer::import_land", exec, d.move_league, d.team, 0,
-             impl::ImportLandFunctor<ExecutionSpace>{d.views});
+    d.launch("statexfer::import_land", exec, d.move_league, d.team, d.ring ? impl::ring_scratch_bytes : 0,
+             impl::ImportLandFunctor<ExecutionSpace>{d.views, d.ring ? 1 : 0});
     return;
   }
   d.launch("statexfer::import_sums", exec, d.sum_league, d.team, 0,

@@ -13,7 +13,9 @@
 // out from the last, copying payload into rows. Checksums add up per
 // (command, peer): a team (the sums: a warp) sums its chunk words, carries the
 // sum while its chunks stay in one record and adds it atomically.
-// A team's word moves and sums: exchange_words.hpp.
+// A team's word moves and sums: exchange_words.hpp; on Hopper the export's
+// and the landing import's chunks go through two staging buffers a team,
+// moved by bulk copies and summed from shared memory (exchange_ring.hpp).
 
 #include <Kokkos_Core.hpp>
 
@@ -125,6 +127,24 @@ struct ExchangeViews {
             std::int64_t(r) * peer_count + ch.peer,
             (pe.header_bytes + ch.payload_offset) / 8};
   }
+  /// Unit u of a grid over the listed rows' chunks (`per_row` a row), or none
+  /// (u outside [0, total): no load): what a team moving it needs, and
+  /// whether it moves (where `vetoed`, its row's code is still 0: not refused
+  /// across the group since validate()).
+  struct Unit {
+    std::uint8_t* row;
+    std::uint8_t* payload;
+    std::int64_t at, first;
+    std::int32_t length, padding;
+    bool live;
+  };
+  KOKKOS_INLINE_FUNCTION Unit unit(std::int64_t u, std::int64_t total, std::int64_t per_row, bool vetoed) const {
+    if (u < 0 || u >= total) return {nullptr, nullptr, 0, 0, 0, 0, false};
+    const std::int64_t k = u / per_row, ci = u - k * per_row;
+    const std::int32_t r = moves(move_rows + k);
+    const Place c = place(r, ci);
+    return {c.row, c.payload, c.at, c.first, c.chunk.length, c.chunk.padding, !vetoed || errors(r) == 0};
+  }
   /// The decision's end: the rows whose command passed, listed for the apply.
   template <class Member>
   KOKKOS_INLINE_FUNCTION void list_passed(const Member& team, std::int32_t live) const {
@@ -132,6 +152,54 @@ struct ExchangeViews {
     list_rows(team, passed, moves, live, static_cast<int>(capacity), [](int, int) {});
   }
 };
+
+#if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
+/// GPUs with bulk copies: the units `tickets` hands the team, each through its
+/// ChunkRing where it fits (ring_fits()), the next one loading while this one
+/// is summed and stored, else by `words(unit)`, which returns the thread's
+/// sum; every word summed into `carry`. `from_row`: the export (row to record,
+/// a row refused across the group skipped), else the landing import (record to
+/// row). Returns once every store is written.
+template <class Views, class Member, class Carry, class Words>
+__device__ void ring_units(const Views& v, const Member& team, std::int64_t total, std::int64_t chunks, bool from_row,
+                           Carry& carry, const Words& words) {
+  const int t = team.team_rank(), threads = team.team_size();
+  ChunkRing ring = ChunkRing::make(team.team_scratch(0).get_shmem(static_cast<std::ptrdiff_t>(ring_scratch_bytes)), t);
+  team.team_barrier();  // the ring's barriers, set up
+  const UnitTickets<std::int64_t> tickets{&v.tickets(0), total};
+  const auto fits = [&](const auto& u) {
+    return u.live && (from_row ? ring_fits(u.payload, u.row, u.length, u.padding)
+                               : ring_fits(u.row, u.payload, u.length, u.padding));
+  };
+  const auto load = [&](int s, const auto& u) {
+    if (t == 0) ring.load(s, from_row ? u.row : u.payload, u.length);
+  };
+  auto units = tickets.first(team);
+  auto unit = v.unit(units.begin, total, chunks, from_row);
+  bool staged = fits(unit);
+  if (staged) load(0, unit);
+  for (int s = 0; units.begin < units.end; s ^= 1) {
+    const auto u = unit;
+    const bool held = staged;
+    // Past its first units a team draws tickets, whose broadcast is a team
+    // barrier: every thread has summed buffer s ^ 1 before it is loaded again.
+    units = tickets.next(team, tickets.ask(team));
+    unit = v.unit(units.begin, total, chunks, from_row);
+    staged = fits(unit);
+    if (staged) load(s ^ 1, unit);
+    if (!u.live) continue;
+    carry.into(team, v.sums, u.at);
+    if (held) {
+      ring.wait(s);
+      if (t == 0) ring.store(s, from_row ? u.payload : u.row, u.length);
+      carry.sum += ring.sum(s, t, threads, u.length, u.first);
+    } else {
+      carry.sum += words(u);
+    }
+  }
+  if (t == 0) ring.finish(!from_row);
+}
+#endif
 
 /// Export, one team: every command's code and plan (docs/CONTRACT.md §17), then the rows to pack.
 template <class ExecutionSpace>
@@ -190,13 +258,24 @@ struct ExportApplyFunctor {
   using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<128, export_teams_per_sm>>;
   using member_type = typename policy_type::member_type;
   ExchangeViews<typename ExecutionSpace::memory_space> v;
+  // Chunks through a ChunkRing (ring_scratch_bytes of team scratch; sm_90 and newer) where the grid draws
+  // tickets: with a unit a team, the team's loads and stores were faster (perf_tests/RESULTS.md).
+  std::int32_t ring = 0;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(v.moves(move_count)) * chunks;
     ChecksumCarry<member_type, decltype(v.sums)> carry;
     const UnitTickets<std::int64_t> tickets{&v.tickets(0), total};
-    for (auto units = tickets.first(team); units.begin < units.end;) {
+    auto units = tickets.first(team);
+#if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
+    if (ring && total > team.league_size()) {
+      ring_units(v, team, total, chunks, true, carry,
+                 [&](const auto& u) { return team_move_sum(team, u.payload, u.row, u.length, u.padding, u.first); });
+      units.begin = units.end;  // every unit moved
+    }
+#endif
+    while (units.begin < units.end) {
       const std::int64_t drawn = tickets.ask(team), u = units.begin;
       const std::int64_t k = u / chunks, ci = u - k * chunks;
       const std::int32_t r = v.moves(move_rows + k);
@@ -223,27 +302,28 @@ struct ExportApplyFunctor {
       const PeerEntry pe = v.peers(q);
       if (p.slot < 0 || pe.record_bytes == 0) return;
       std::uint8_t* record = pe.wire + p.slot * pe.record_bytes;
-      auto* h = reinterpret_cast<RecordHeader*>(record);
       const std::int32_t status = v.errors(r);
-      h->magic = record_magic;
-      h->version = record_version;
-      h->fingerprint = v.fingerprint;
-      h->key = p.key;
-      h->endpoint = p.endpoint;
-      h->source_tp = v.source_tp;
-      h->source_rank = v.source_rank;
-      h->destination_tp = v.destination_tp;
-      h->destination_rank = pe.rank;
-      h->status = status;
-      h->segments = v.segments;
-      h->payload_bytes = status == 0 ? pe.payload_bytes : 0;
-      h->checksum = 0;
-      h->slot = p.slot;
+      RecordHeader h{record_magic,
+                     record_version,
+                     v.fingerprint,
+                     p.key,
+                     p.endpoint,
+                     v.source_tp,
+                     v.source_rank,
+                     v.destination_tp,
+                     pe.rank,
+                     status,
+                     v.segments,
+                     status == 0 ? pe.payload_bytes : 0,
+                     0,
+                     p.slot};
       auto* s = reinterpret_cast<RecordSlice*>(record + sizeof(RecordHeader));
       for (int g = 0; g < v.segments; ++g) s[g] = v.slices(pe.slices_begin + g);
       const std::uint64_t payload = v.sums(at);
       v.sums(at) = 0;
-      h->checksum = (status == 0 ? payload : 0) + header_fields_checksum(record) + pe.slices_checksum;
+      // Summed from the registers, not read back from the record.
+      h.checksum = (status == 0 ? payload : 0) + header_fields_checksum(h) + pe.slices_checksum;
+      *reinterpret_cast<RecordHeader*>(record) = h;
     });
     Kokkos::single(Kokkos::PerTeam(team), [&] { v.moves(apply_done) = 0; });
   }

@@ -30,13 +30,24 @@ struct ImportLandFunctor {
   using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<128, export_teams_per_sm>>;
   using member_type = typename policy_type::member_type;
   ExchangeViews<typename ExecutionSpace::memory_space> v;
+  // Chunks through a ChunkRing (ring_scratch_bytes of team scratch; sm_90 and newer) where the grid draws
+  // tickets: with a unit a team, the team's loads and stores were faster (perf_tests/RESULTS.md).
+  std::int32_t ring = 0;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const std::int64_t chunks = static_cast<std::int64_t>(v.chunks.extent(0));
     const std::int64_t total = std::int64_t(v.moves(move_count)) * chunks;
     ChecksumCarry<member_type, decltype(v.sums)> carry;
     const UnitTickets<std::int64_t> tickets{&v.tickets(0), total};
-    for (auto units = tickets.first(team); units.begin < units.end;) {
+    auto units = tickets.first(team);
+#if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
+    if (ring && total > team.league_size()) {
+      ring_units(v, team, total, chunks, false, carry,
+                 [&](const auto& u) { return team_land_sum(team, u.row, u.payload, u.length, u.padding, u.first); });
+      units.begin = units.end;  // every unit moved
+    }
+#endif
+    while (units.begin < units.end) {
       const std::int64_t drawn = tickets.ask(team), u = units.begin;
       const std::int64_t k = u / chunks, ci = u - k * chunks;
       const auto c = v.place(v.moves(move_rows + k), ci);
