@@ -159,7 +159,8 @@ struct ExchangeViews {
 /// is summed and stored, else by `words(unit)`, which returns the thread's
 /// sum; every word summed into `carry`. `from_row`: the export (row to record,
 /// a row refused across the group skipped), else the landing import (record to
-/// row). Returns once every store is written.
+/// row). Returns once every store has read its buffer (the landing: once every
+/// store is written, ChunkRing::finish()).
 template <class Views, class Member, class Carry, class Words>
 __device__ void ring_units(const Views& v, const Member& team, std::int64_t total, std::int64_t chunks, bool from_row,
                            Carry& carry, const Words& words) {
