@@ -26,6 +26,7 @@
 #include <statexfer/commands.hpp>
 
 #include "exchange_format.hpp"
+#include "exchange_ring.hpp"
 #include "exchange_words.hpp"
 #include "move_list.hpp"
 #include "unit_tickets.hpp"
@@ -152,55 +153,6 @@ struct ExchangeViews {
     list_rows(team, passed, moves, live, static_cast<int>(capacity), [](int, int) {});
   }
 };
-
-#if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
-/// GPUs with bulk copies: the units `tickets` hands the team, each through its
-/// ChunkRing where it fits (ring_fits()), the next one loading while this one
-/// is summed and stored, else by `words(unit)`, which returns the thread's
-/// sum; every word summed into `carry`. `from_row`: the export (row to record,
-/// a row refused across the group skipped), else the landing import (record to
-/// row). Returns once every store has read its buffer (the landing: once every
-/// store is written, ChunkRing::finish()).
-template <class Views, class Member, class Carry, class Words>
-__device__ void ring_units(const Views& v, const Member& team, std::int64_t total, std::int64_t chunks, bool from_row,
-                           Carry& carry, const Words& words) {
-  const int t = team.team_rank(), threads = team.team_size();
-  ChunkRing ring = ChunkRing::make(team.team_scratch(0).get_shmem(static_cast<std::ptrdiff_t>(ring_scratch_bytes)), t);
-  team.team_barrier();  // the ring's barriers, set up
-  const UnitTickets<std::int64_t> tickets{&v.tickets(0), total};
-  const auto fits = [&](const auto& u) {
-    return u.live && (from_row ? ring_fits(u.payload, u.row, u.length, u.padding)
-                               : ring_fits(u.row, u.payload, u.length, u.padding));
-  };
-  const auto load = [&](int s, const auto& u) {
-    if (t == 0) ring.load(s, from_row ? u.row : u.payload, u.length);
-  };
-  auto units = tickets.first(team);
-  auto unit = v.unit(units.begin, total, chunks, from_row);
-  bool staged = fits(unit);
-  if (staged) load(0, unit);
-  for (int s = 0; units.begin < units.end; s ^= 1) {
-    const auto u = unit;
-    const bool held = staged;
-    // Past its first units a team draws tickets, whose broadcast is a team
-    // barrier: every thread has summed buffer s ^ 1 before it is loaded again.
-    units = tickets.next(team, tickets.ask(team));
-    unit = v.unit(units.begin, total, chunks, from_row);
-    staged = fits(unit);
-    if (staged) load(s ^ 1, unit);
-    if (!u.live) continue;
-    carry.into(team, v.sums, u.at);
-    if (held) {
-      ring.wait(s);
-      if (t == 0) ring.store(s, from_row ? u.payload : u.row, u.length);
-      carry.sum += ring.sum(s, t, threads, u.length, u.first);
-    } else {
-      carry.sum += words(u);
-    }
-  }
-  if (t == 0) ring.finish(!from_row);
-}
-#endif
 
 /// Export, one team: every command's code and plan (docs/CONTRACT.md §17), then the rows to pack.
 template <class ExecutionSpace>

@@ -9,13 +9,17 @@
 // path holds a chunk's words in registers, and its next loads wait for the
 // checksum's multiplies: perf_tests/RESULTS.md.)
 
-// Device code of sm_90 and newer, built on bulk_copy.hpp's bulk copies and mbarriers.
+// Device code of sm_90 and newer, built on bulk_copy.hpp's bulk copies and
+// mbarriers; ring_units() walks a grid's units through the ring.
+
+#include <Kokkos_Core.hpp>
 
 #include <cstddef>
 #include <cstdint>
 
 #include "bulk_copy.hpp"
 #include "exchange_format.hpp"
+#include "unit_tickets.hpp"
 
 namespace statexfer::impl {
 
@@ -23,6 +27,14 @@ namespace statexfer::impl {
 inline constexpr int ring_chunk_bytes = 16 * 1024;
 /// Team scratch of the ring: two buffers, their mbarriers, alignment slack.
 inline constexpr std::size_t ring_scratch_bytes = 2 * ring_chunk_bytes + 2 * 8 + 128;
+
+/// Whether a chunk of `length` bytes (`padding` zeros after it) from src to
+/// dst moves through a team's ChunkRing: both ends 16-byte aligned, whole
+/// 16-byte words, no padding, one buffer.
+KOKKOS_INLINE_FUNCTION bool ring_fits(const std::uint8_t* dst, const std::uint8_t* src, int length, int padding) {
+  const auto ends = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
+  return padding == 0 && length > 0 && length % 16 == 0 && length <= ring_chunk_bytes && (ends & 15) == 0;
+}
 
 #if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
 
@@ -81,6 +93,53 @@ struct ChunkRing {
       asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(shared_address(bars + s)) : "memory");
   }
 };
+
+/// GPUs with bulk copies: the units `tickets` hands the team, each through its
+/// ChunkRing where it fits (ring_fits()), the next one loading while this one
+/// is summed and stored, else by `words(unit)`, which returns the thread's
+/// sum; every word summed into `carry`. `from_row`: the export (row to record,
+/// a row refused across the group skipped), else the landing import (record to
+/// row). Returns once every store has read its buffer (the landing: once every
+/// store is written, ChunkRing::finish()).
+template <class Views, class Member, class Carry, class Words>
+__device__ void ring_units(const Views& v, const Member& team, std::int64_t total, std::int64_t chunks, bool from_row,
+                           Carry& carry, const Words& words) {
+  const int t = team.team_rank(), threads = team.team_size();
+  ChunkRing ring = ChunkRing::make(team.team_scratch(0).get_shmem(static_cast<std::ptrdiff_t>(ring_scratch_bytes)), t);
+  team.team_barrier();  // the ring's barriers, set up
+  const UnitTickets<std::int64_t> tickets{&v.tickets(0), total};
+  const auto fits = [&](const auto& u) {
+    return u.live && (from_row ? ring_fits(u.payload, u.row, u.length, u.padding)
+                               : ring_fits(u.row, u.payload, u.length, u.padding));
+  };
+  const auto load = [&](int s, const auto& u) {
+    if (t == 0) ring.load(s, from_row ? u.row : u.payload, u.length);
+  };
+  auto units = tickets.first(team);
+  auto unit = v.unit(units.begin, total, chunks, from_row);
+  bool staged = fits(unit);
+  if (staged) load(0, unit);
+  for (int s = 0; units.begin < units.end; s ^= 1) {
+    const auto u = unit;
+    const bool held = staged;
+    // Past its first units a team draws tickets, whose broadcast is a team
+    // barrier: every thread has summed buffer s ^ 1 before it is loaded again.
+    units = tickets.next(team, tickets.ask(team));
+    unit = v.unit(units.begin, total, chunks, from_row);
+    staged = fits(unit);
+    if (staged) load(s ^ 1, unit);
+    if (!u.live) continue;
+    carry.into(team, v.sums, u.at);
+    if (held) {
+      ring.wait(s);
+      if (t == 0) ring.store(s, from_row ? u.payload : u.row, u.length);
+      carry.sum += ring.sum(s, t, threads, u.length, u.first);
+    } else {
+      carry.sum += words(u);
+    }
+  }
+  if (t == 0) ring.finish(!from_row);
+}
 
 #endif
 

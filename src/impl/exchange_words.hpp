@@ -14,7 +14,6 @@
 #include <cstring>
 
 #include "exchange_format.hpp"
-#include "exchange_ring.hpp"
 #include "flat_apply_kernel.hpp"
 #include "wide_copy.hpp"
 
@@ -147,14 +146,6 @@ KOKKOS_INLINE_FUNCTION std::uint64_t move_sum_pairs(int t, int threads, Word16* 
     }
   }
   return sum;
-}
-
-/// Whether a chunk of `length` bytes (`padding` zeros after it) from src to
-/// dst moves through a team's ChunkRing (exchange_ring.hpp): both ends
-/// 16-byte aligned, whole 16-byte words, no padding, one buffer.
-KOKKOS_INLINE_FUNCTION bool ring_fits(const std::uint8_t* dst, const std::uint8_t* src, int length, int padding) {
-  const auto ends = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
-  return padding == 0 && length > 0 && length % 16 == 0 && length <= ring_chunk_bytes && (ends & 15) == 0;
 }
 
 /// GPUs' export of one chunk: `length` bytes from src then `padding` zeros to
