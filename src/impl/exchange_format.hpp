@@ -48,17 +48,10 @@ KOKKOS_INLINE_FUNCTION std::uint64_t checksum_word(std::uint64_t word, std::int6
   return z ^ (z >> 31);
 }
 
-/// The header's words (checksum field as 0) summed as the checksum does.
-KOKKOS_INLINE_FUNCTION std::uint64_t header_checksum(const std::uint8_t* record, std::int64_t header_bytes) {
-  std::uint64_t sum = 0;
-  for (std::int64_t k = 0; k < header_bytes / 8; ++k) {
-    const std::uint64_t word = k == 8 ? 0 : reinterpret_cast<const std::uint64_t*>(record)[k];  // bytes 64..71
-    sum += checksum_word(word, k);
-  }
-  return sum;
-}
-
-/// A header's own words summed as the checksum does, from a copy of it (its checksum field read as 0).
+/// A header's own words (RecordHeader, before the slices) summed as the
+/// checksum does, its checksum field read as 0: with the slices' sum
+/// (PairTable::slices_checksum, fixed for a pair), the header's checksum.
+/// From a copy in registers (the export's, before it is stored).
 KOKKOS_INLINE_FUNCTION std::uint64_t header_fields_checksum(const RecordHeader& h) {
   std::uint64_t words[sizeof(RecordHeader) / 8];
   std::memcpy(words, &h, sizeof(words));
@@ -66,11 +59,12 @@ KOKKOS_INLINE_FUNCTION std::uint64_t header_fields_checksum(const RecordHeader& 
   for (int k = 0; k < static_cast<int>(sizeof(RecordHeader) / 8); ++k) sum += checksum_word(k == 8 ? 0 : words[k], k);
   return sum;
 }
-
-/// The header's own words (RecordHeader, before the slices) summed as the checksum does: with the
-/// slices' sum (PairTable::slices_checksum, fixed for a pair), the header's checksum.
+/// The same of a record's header (8-byte aligned).
 KOKKOS_INLINE_FUNCTION std::uint64_t header_fields_checksum(const std::uint8_t* record) {
-  return header_checksum(record, sizeof(RecordHeader));
+  std::uint64_t sum = 0;
+  for (int k = 0; k < static_cast<int>(sizeof(RecordHeader) / 8); ++k)
+    sum += checksum_word(k == 8 ? 0 : reinterpret_cast<const std::uint64_t*>(record)[k], k);  // bytes 64..71: 0
+  return sum;
 }
 
 /// `length` bytes of a pool row at `row_offset` and the record's payload at
