@@ -2,10 +2,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <statexfer/config.hpp>
 #include <statexfer/speculative.hpp>
 #include <test_common/models.hpp>
 
@@ -239,9 +241,15 @@ void add_pd(CLI::App& app, Options& o) {
       ->group(pdg)
       ->capture_default_str();
   app.add_option("--pd-bandwidth-reps", pd.plain_reps,
-                 "--pd: repetitions of the transport and of a plain MPI send/recv of the same bytes at the end")
+                 "--pd: repetitions of the transport and of a plain send/recv of the same bytes (MPI's, or NCCL's "
+                 "with --pd-transport nccl) at the end")
       ->group(pdg)
       ->capture_default_str();
+  app.add_option("--pd-transport", pd.transport,
+                 "--pd: what moves the records: mpi (default), or nccl (a CUDA build with NCCL, one GPU a rank)")
+      ->group(pdg)
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, PdTransport>{{"mpi", PdTransport::mpi}, {"nccl", PdTransport::nccl}}));
 }
 
 void add_output(CLI::App& app, Options& o) {
@@ -334,6 +342,12 @@ void check(const CLI::App& app, Options& o, const Text& t) {
     if (o.pd.cache_rows < 1) throw CLI::ValidationError("--pd-cache-rows", "must be >= 1");
     if (o.pd.layers < 0) throw CLI::ValidationError("--pd-layers", "must be >= 0");
     if (o.pd.plain_reps < 1) throw CLI::ValidationError("--pd-bandwidth-reps", "must be >= 1");
+#ifndef STATEXFER_HAVE_NCCL
+    if (o.pd.transport == PdTransport::nccl)
+      throw CLI::ValidationError("--pd-transport",
+                                 "nccl needs a CUDA build with NCCL (STATEXFER_ENABLE_NCCL); this "
+                                 "build has none");
+#endif
     if (o.model_name.empty()) o.model_name = "qwen3.5-9b";
   }
   check_faults(o, t);

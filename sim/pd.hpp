@@ -7,8 +7,8 @@
 // model description says (statexfer::ModelLayout of test_common/models.hpp).
 // Every step the decode instance pulls up to C requests it does not hold in
 // its own prefix cache; the prefill instance prefills them (restoring and
-// snapshotting its prefix cache), exports their rows, the MPI WireTransport
-// moves the records, the decode instance imports them, combines the codes
+// snapshotting its prefix cache), exports their rows, the WireTransport (MPI,
+// or NCCL with --pd-transport nccl) moves the records, the decode instance imports them, combines the codes
 // across its ranks, decodes, and snapshots completions into its prefix cache.
 
 #include <cstdint>
@@ -45,8 +45,15 @@ struct PdFault {
 /// "RANK:STEP:KIND" with KIND flipped-byte, other-layout, stale-key or missing-slice.
 PdFault parse_pd_fault(const std::string& text);
 
+/// What moves the records between the instances (--pd-transport).
+enum class PdTransport {
+  mpi,   ///< statexfer's MPI WireTransport (host-staged on GPUs unless MPI is CUDA-aware)
+  nccl,  ///< its NCCL WireTransport (CUDA builds with NCCL; one GPU a rank): ncclSend/ncclRecv on the stream
+};
+
 struct PdConfig {
   bool enabled = false;
+  PdTransport transport = PdTransport::mpi;
   int prefill_tp = 1, decode_tp = 1;
   std::int64_t layers = 0;       ///< stand-in: recurrent layers kept (0: the model's own)
   std::int64_t capacity = 8;     ///< requests moved per step (C of the transfers and wires)

@@ -210,26 +210,58 @@ void PdRank::snapshot(PdCache& cache, const std::vector<std::int64_t>& slots, co
   }
 }
 
-// The transport moving C records of every pair, beside plain MPI_Isend/MPI_Irecv
-// of the same bytes between host buffers of the same pairs, alternating.
+// The transport moving C records of every pair, beside a plain send/recv of
+// the same bytes between the same pairs, alternating: MPI_Isend/MPI_Irecv of
+// host buffers, or (--pd-transport nccl) ncclSend/ncclRecv of device buffers.
 void PdRank::measure_plain() {
   // The plain exchange moves the same bytes between the same buffers: the wires
   // themselves where they are host memory (a buffer allocated apart reads
-  // faster or slower, its pages placed otherwise), else host memory of their size.
+  // faster or slower, its pages placed otherwise), else memory of their size.
   constexpr bool host_wires = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
+  const bool nccl = cfg_.transport == PdTransport::nccl;
   std::vector<Kokkos::View<std::uint8_t*, Kokkos::HostSpace>> plain;
+  std::vector<Kokkos::View<std::uint8_t*, Exec::memory_space>> plain_device;  // NCCL's
   std::vector<int> peer_rank;
   for (int q = 0; q < static_cast<int>(wires_.size()); ++q)
     if (wires_[static_cast<std::size_t>(q)].size() > 0) {
       const auto& wire = wires_[static_cast<std::size_t>(q)];
-      if constexpr (host_wires)
+      if (nccl)
+        plain_device.emplace_back("statexfer::sim::pd_plain", wire.size());
+      else if constexpr (host_wires)
         plain.emplace_back(wire.data(), wire.size());
       else
         plain.emplace_back("statexfer::sim::pd_plain", wire.size());
       peer_rank.push_back(prefill_ ? p_ + q : q);
     }
+  const auto plain_exchange = [&] {
+#ifdef STATEXFER_HAVE_NCCL
+    if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+      if (nccl) {
+        const cudaStream_t stream = Exec().cuda_stream();
+        nccl_check(ncclGroupStart(), "ncclGroupStart");
+        for (std::size_t q = 0; q < plain_device.size(); ++q) {
+          auto& b = plain_device[q];
+          nccl_check(prefill_ ? ncclSend(b.data(), b.size(), ncclUint8, peer_rank[q], nccl_, stream)
+                              : ncclRecv(b.data(), b.size(), ncclUint8, peer_rank[q], nccl_, stream),
+                     prefill_ ? "ncclSend" : "ncclRecv");
+        }
+        nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+        Exec().fence();
+        return;
+      }
+    }
+#endif
+    std::vector<MPI_Request> requests(plain.size());
+    for (std::size_t q = 0; q < plain.size(); ++q) {
+      const int bytes = static_cast<int>(plain[q].size());
+      if (prefill_)
+        MPI_Isend(plain[q].data(), bytes, MPI_BYTE, peer_rank[q], 31, world_, &requests[q]);
+      else
+        MPI_Irecv(plain[q].data(), bytes, MPI_BYTE, peer_rank[q], 31, world_, &requests[q]);
+    }
+    MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  };
   std::vector<double> moved, sent;
-  std::vector<MPI_Request> requests(plain.size());
   for (std::int64_t rep = 0; rep < cfg_.plain_reps; ++rep)
     for (int turn = 0; turn < 2; ++turn) {
       const bool transport_turn = (turn == 0) == (rep % 2 == 0);
@@ -242,14 +274,7 @@ void PdRank::measure_plain() {
           transport_->receive(Exec(), C_);
         Exec().fence();
       } else {
-        for (std::size_t q = 0; q < plain.size(); ++q) {
-          const int bytes = static_cast<int>(plain[q].size());
-          if (prefill_)
-            MPI_Isend(plain[q].data(), bytes, MPI_BYTE, peer_rank[q], 31, world_, &requests[q]);
-          else
-            MPI_Irecv(plain[q].data(), bytes, MPI_BYTE, peer_rank[q], 31, world_, &requests[q]);
-        }
-        MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+        plain_exchange();
       }
       double t = MPI_Wtime() - t0;
       MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, world_);

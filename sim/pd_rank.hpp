@@ -39,6 +39,11 @@ struct PdState {
 };
 PdState state_at(const Workload& w, std::int64_t request, std::int64_t endpoint);
 
+#ifdef STATEXFER_HAVE_NCCL
+/// std::runtime_error naming the call and NCCL's message unless `r` is ncclSuccess.
+void nccl_check(ncclResult_t r, const char* call);
+#endif
+
 class PdRank {
  public:
   using Exec = Kokkos::DefaultExecutionSpace;
@@ -94,6 +99,9 @@ class PdRank {
   std::unique_ptr<statexfer::PreparedImport<Exec>> importer_;
   std::unique_ptr<statexfer::ErrorCombiner<Exec>> xcombiner_;
   std::unique_ptr<statexfer::WireTransport<Exec>> transport_;
+#ifdef STATEXFER_HAVE_NCCL
+  ncclComm_t nccl_ = nullptr;  ///< --pd-transport nccl: every rank of the world, one GPU each (the transport's)
+#endif
   PdCache pcache_, dcache_;
   std::deque<std::int64_t> pending_;
   std::vector<PdFault> faults_;

@@ -81,10 +81,11 @@ void print_pd_summary(std::FILE* f, const Options& o, const PdOutcome& out) {
                1e3 * per(s.transfer_s, static_cast<double>(s.moved + s.refused)),
                1e3 * per(s.transfer_s, static_cast<double>(s.transfers)), gbps);
   std::fprintf(f,
-               "  bandwidth    C records of every pair: transport %.2f GB/s, plain MPI send/recv %.2f GB/s "
+               "  bandwidth    C records of every pair: transport %.2f GB/s, plain %s send/recv %.2f GB/s "
                "(%.1f%%; %lld B, median of %lld)\n",
-               s.transport_gbps, s.plain_gbps, 100 * per(s.transport_gbps, s.plain_gbps),
-               static_cast<long long>(s.probe_bytes), static_cast<long long>(o.pd.plain_reps));
+               s.transport_gbps, o.pd.transport == PdTransport::nccl ? "NCCL" : "MPI", s.plain_gbps,
+               100 * per(s.transport_gbps, s.plain_gbps), static_cast<long long>(s.probe_bytes),
+               static_cast<long long>(o.pd.plain_reps));
   if (o.cfg.verify)
     std::fprintf(f, "  verify       %lld rows against the oracle's reshard: %lld differ\n",
                  static_cast<long long>(s.rows_verified), static_cast<long long>(s.mismatches));
@@ -143,6 +144,7 @@ nlohmann::json pd_report_json(const Options& o, const PdOutcome& out) {
           {"bandwidth",
            {{"bytes", s.probe_bytes},
             {"transport_gbps", s.transport_gbps},
+            {"plain", o.pd.transport == PdTransport::nccl ? "nccl" : "mpi"},
             {"plain_send_recv_gbps", s.plain_gbps},
             {"share", per(s.transport_gbps, s.plain_gbps)},
             {"repetitions", o.pd.plain_reps}}},

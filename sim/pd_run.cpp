@@ -13,6 +13,13 @@
 
 namespace statexfer::sim {
 
+#ifdef STATEXFER_HAVE_NCCL
+void nccl_check(ncclResult_t r, const char* call) {
+  if (r != ncclSuccess)
+    throw std::runtime_error(std::string("--pd-transport nccl: ") + call + " failed: " + ncclGetErrorString(r));
+}
+#endif
+
 PdState state_at(const Workload& w, std::int64_t request, std::int64_t endpoint) {
   TokenStream ts(w, request);
   if (endpoint > 0) ts.advance(endpoint);
@@ -58,8 +65,22 @@ PdRank::PdRank(const Options& o, const Workload& w, MPI_Comm world)
   std::vector<int> prefill_ranks, decode_ranks;
   for (int r = 0; r < p_; ++r) prefill_ranks.push_back(r);
   for (int r = 0; r < d_; ++r) decode_ranks.push_back(p_ + r);
-  transport_ =
-      std::make_unique<statexfer::WireTransport<Exec>>(model_, C_, world_, prefill_ranks, decode_ranks, wires_);
+#ifdef STATEXFER_HAVE_NCCL
+  if (cfg_.transport == PdTransport::nccl) {
+    // One communicator of the world's ranks (its ranks are theirs), each on the GPU Kokkos took for it.
+    ncclUniqueId id;
+    if (world_rank_ == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, world_);
+    int size = 0;
+    MPI_Comm_size(world_, &size);
+    nccl_check(ncclCommInitRank(&nccl_, size, id, world_rank_), "ncclCommInitRank");
+    transport_ =
+        std::make_unique<statexfer::WireTransport<Exec>>(model_, C_, nccl_, prefill_ranks, decode_ranks, wires_);
+  }
+#endif
+  if (!transport_)
+    transport_ =
+        std::make_unique<statexfer::WireTransport<Exec>>(model_, C_, world_, prefill_ranks, decode_ranks, wires_);
   transport_->prepare(exec);
   for (int i = 0; i < p_; ++i)
     for (int j = 0; j < d_; ++j) stats_.record_bytes += statexfer::record_bytes(model_, {p_, i}, {d_, j});
@@ -68,6 +89,13 @@ PdRank::PdRank(const Options& o, const Workload& w, MPI_Comm world)
 }
 
 PdRank::~PdRank() {
+#ifdef STATEXFER_HAVE_NCCL
+  transport_.reset();  // before its communicator
+  if (nccl_ != nullptr) {
+    const ncclResult_t r = ncclCommDestroy(nccl_);
+    if (r != ncclSuccess) std::fprintf(stderr, "statexfer-sim: ncclCommDestroy failed: %s\n", ncclGetErrorString(r));
+  }
+#endif
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && group_ != MPI_COMM_NULL) MPI_Comm_free(&group_);
