@@ -1,0 +1,213 @@
+// statexfer-nccl-transport-bench: prefill/decode moves between two GPUs of one
+// host over NCCL (issue 32's bandwidth), beside a plain send/recv of the same
+// bytes. Forked ranks, as statexfer-nccl-check: rank 0 is a prefill instance of
+// TP 1 on GPU 0, rank 1 a decode instance of TP 1 on GPU 1. For each model's
+// rows and capacity C (every command live), each side's step is one captured
+// graph (export validate + apply + send of C records; receive + import
+// validate + apply), and the plain exchange another (ncclSend/ncclRecv of
+// buffers of the wire's size). Each graph is timed two ways, on the decode
+// rank, whose receive ends last:
+//   one step at a time: an NCCL barrier (a one-int all-reduce, fenced) before
+//     each replay, a fence after: what one step's move costs;
+//   back to back: `replays` replays and one fence: what the link carries
+//     when steps follow each other (a step's export overlaps the previous
+//     import).
+// Every replay's codes are checked (0 on both sides). One line a shape:
+// records' GB/s (C x the record's bytes over the time) and the share of the
+// plain exchange's.
+//
+//   statexfer-nccl-transport-bench [replays]   default 20; needs 2 GPUs; exit 0 when every code was 0
+
+#include <Kokkos_Core.hpp>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <statexfer/statexfer.hpp>
+#include <test_common/models.hpp>
+
+#include "nccl_ranks.hpp"
+
+namespace {
+
+using Exec = Kokkos::Cuda;
+using Bytes = Kokkos::View<std::uint8_t*, Exec::memory_space>;
+
+struct Timing {
+  double one_at_a_time_s = 0, back_to_back_s = 0;  // a replay's
+};
+
+/// One replay of `graph` per step, each after an NCCL barrier; then `replays` back to back.
+Timing time_graph(cudaGraphExec_t graph, const Exec& exec, ncclComm_t comm, int replays) {
+  Kokkos::View<int*, Exec::memory_space> token("nccl_transport_bench::barrier", 1);
+  const auto barrier = [&] {
+    ncclAllReduce(token.data(), token.data(), 1, ncclInt, ncclSum, comm, exec.cuda_stream());
+    exec.fence();
+  };
+  using clock = std::chrono::steady_clock;
+  Timing t;
+  cudaGraphLaunch(graph, exec.cuda_stream());  // warm-up
+  exec.fence();
+  for (int r = 0; r < replays; ++r) {
+    barrier();
+    const auto t0 = clock::now();
+    cudaGraphLaunch(graph, exec.cuda_stream());
+    exec.fence();
+    t.one_at_a_time_s += std::chrono::duration<double>(clock::now() - t0).count();
+  }
+  barrier();
+  const auto t0 = clock::now();
+  for (int r = 0; r < replays; ++r) cudaGraphLaunch(graph, exec.cuda_stream());
+  exec.fence();
+  t.back_to_back_s = std::chrono::duration<double>(clock::now() - t0).count();
+  t.one_at_a_time_s /= replays;
+  t.back_to_back_s /= replays;
+  return t;
+}
+
+cudaGraphExec_t capture(const Exec& exec, const std::function<void()>& step) {
+  cudaGraph_t graph;
+  cudaGraphExec_t instance = nullptr;
+  cudaStreamBeginCapture(exec.cuda_stream(), cudaStreamCaptureModeGlobal);
+  step();
+  if (cudaStreamEndCapture(exec.cuda_stream(), &graph) != cudaSuccess ||
+      cudaGraphInstantiate(&instance, graph, 0) != cudaSuccess)
+    return nullptr;
+  cudaGraphDestroy(graph);
+  return instance;
+}
+
+int measure(cudaGraphExec_t step, cudaGraphExec_t bare, const Exec& exec, ncclComm_t comm,
+            const statexfer::StateCommands<Exec>& commands, int rank, const std::string& name, std::int64_t c,
+            std::int64_t record, int replays);
+
+/// One model and capacity on this rank; failures (codes other than 0, a capture that failed).
+int shape(ncclComm_t comm, int rank, const std::string& name, std::int64_t c, int replays) {
+  const bool prefill = rank == 0;
+  const statexfer::ModelLayout model(statexfer::models::model_regions(statexfer::models::find(name), 16, true), 16);
+  const statexfer::StateLayout whole = model.whole();
+  const std::int64_t record = statexfer::record_bytes(model, {1, 0}, {1, 0});
+  statexfer::StatePool<Exec> pool(whole, c + 1, 1);
+  auto commands = statexfer::StateCommands<Exec>::allocate(c);
+  std::vector<statexfer::WireBuffer<Exec>> wires{statexfer::WireBuffer<Exec>("nccl_transport_bench::wire", c * record)};
+  const Bytes plain("nccl_transport_bench::plain", static_cast<std::size_t>(c * record));
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  int failures = 0;
+  {
+    const Exec exec(stream);
+    // Rows 1..C: each command's endpoint and key where the export reads them.
+    statexfer::CommandBatch<Exec> batch(c);
+    for (std::int64_t k = 0; k < c; ++k) {
+      const std::int64_t endpoint = 4096 + k, key = 0x32000 + k;
+      if (prefill) {
+        for (const auto& [region, value] :
+             {std::make_pair("consumed_tokens", endpoint), std::make_pair("prefix_key", key)}) {
+          Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(&value, 1);
+          Kokkos::View<std::int64_t*, Exec::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> d(
+              reinterpret_cast<std::int64_t*>(pool.backing().data() + (k + 1) * whole.row_bytes() +
+                                              whole.region(region).offset),
+              1);
+          Kokkos::deep_copy(exec, d, h);
+        }
+        batch.push_back(statexfer::Command::export_row(k + 1, k, endpoint, key));
+      } else {
+        batch.push_back(statexfer::Command::import_row(k, k + 1, endpoint, key));
+      }
+    }
+    std::unique_ptr<statexfer::PreparedExport<Exec>> exporter;
+    std::unique_ptr<statexfer::PreparedImport<Exec>> importer;
+    if (prefill)
+      exporter = std::make_unique<statexfer::PreparedExport<Exec>>(pool, commands, model, statexfer::GroupRank{1, 0},
+                                                                   1, wires);
+    else
+      importer = std::make_unique<statexfer::PreparedImport<Exec>>(pool, commands, model, 1,
+                                                                   statexfer::GroupRank{1, 0}, wires);
+    statexfer::WireTransport<Exec> transport(model, c, comm, {0}, {1}, wires);
+    prefill ? exporter->prepare(exec) : importer->prepare(exec);
+    transport.prepare(exec);
+    commands.upload(exec, batch);
+    exec.fence();
+    const cudaGraphExec_t step = capture(exec, [&] {
+      if (prefill) {
+        exporter->validate(exec);
+        exporter->apply(exec);
+        transport.send(exec, c);
+      } else {
+        transport.receive(exec, c);
+        importer->validate(exec);
+        importer->apply(exec);
+      }
+    });
+    const cudaGraphExec_t bare = capture(exec, [&] {
+      ncclGroupStart();
+      prefill ? ncclSend(plain.data(), plain.size(), ncclUint8, 1, comm, stream)
+              : ncclRecv(plain.data(), plain.size(), ncclUint8, 0, comm, stream);
+      ncclGroupEnd();
+    });
+    if (step == nullptr || bare == nullptr) {
+      std::fprintf(stderr, "rank %d: %s C = %lld: a capture failed\n", rank, name.c_str(), static_cast<long long>(c));
+      ++failures;
+    } else {
+      failures += measure(step, bare, exec, comm, commands, rank, name, c, record, replays);
+    }
+    if (step != nullptr) cudaGraphExecDestroy(step);
+    if (bare != nullptr) cudaGraphExecDestroy(bare);
+  }
+  cudaStreamDestroy(stream);
+  return failures;
+}
+
+/// Both graphs timed, then the step's codes checked; the decode rank prints the line.
+int measure(cudaGraphExec_t step, cudaGraphExec_t bare, const Exec& exec, ncclComm_t comm,
+            const statexfer::StateCommands<Exec>& commands, int rank, const std::string& name, std::int64_t c,
+            std::int64_t record, int replays) {
+  const bool prefill = rank == 0;
+  int failures = 0;
+  {
+    const Timing moved = time_graph(step, exec, comm, replays);
+    const Timing sent = time_graph(bare, exec, comm, replays);
+    auto errors = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), commands.errors);
+    for (std::int64_t k = 0; k < c; ++k)
+      if (errors(k) != 0 && failures++ < 4)
+        std::fprintf(stderr, "rank %d: %s C = %lld: command %lld has code %d\n", rank, name.c_str(),
+                     static_cast<long long>(c), static_cast<long long>(k), errors(k));
+    if (!prefill) {
+      const double bytes = static_cast<double>(c * record);
+      const auto gbps = [&](double s) { return bytes / s / 1e9; };
+      std::printf(
+          "%-28s C = %3lld  %9.1f MiB  one step at a time: %8.1f us, %6.1f GB/s against plain %6.1f GB/s (%5.1f%%)"
+          "  back to back: %8.1f us, %6.1f GB/s against %6.1f GB/s (%5.1f%%)\n",
+          name.c_str(), static_cast<long long>(c), bytes / 1048576.0, 1e6 * moved.one_at_a_time_s,
+          gbps(moved.one_at_a_time_s), gbps(sent.one_at_a_time_s), 100 * sent.one_at_a_time_s / moved.one_at_a_time_s,
+          1e6 * moved.back_to_back_s, gbps(moved.back_to_back_s), gbps(sent.back_to_back_s),
+          100 * sent.back_to_back_s / moved.back_to_back_s);
+    }
+  }
+  return failures;
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  const int replays = argc > 1 ? std::atoi(argv[1]) : 20;
+  if (replays < 1 || statexfer::test::visible_gpus() < 2) {
+    std::fprintf(stderr, "statexfer-nccl-transport-bench: needs 2 GPUs and replays >= 1\n");
+    return 2;
+  }
+  const int failed = statexfer::test::run_ranks(2, argv[0], [&](ncclComm_t comm, int rank) {
+    int failures = 0;
+    for (const char* name : {"qwen3.5-9b", "nemotron-3-super-120b-a12b"})
+      for (const std::int64_t c : {1, 8, 64}) failures += shape(comm, rank, name, c, replays);
+    return failures;
+  });
+  std::printf("statexfer-nccl-transport-bench: %s\n", failed == 0 ? "every code 0" : "FAILED");
+  return failed == 0 ? 0 : 1;
+}
