@@ -125,11 +125,11 @@ int shape(ncclComm_t comm, int rank, const std::string& name, std::int64_t c, in
     std::unique_ptr<statexfer::PreparedExport<Exec>> exporter;
     std::unique_ptr<statexfer::PreparedImport<Exec>> importer;
     if (prefill)
-      exporter = std::make_unique<statexfer::PreparedExport<Exec>>(pool, commands, model, statexfer::GroupRank{1, 0},
-                                                                   1, wires);
+      exporter = std::make_unique<statexfer::PreparedExport<Exec>>(pool, commands, model, statexfer::GroupRank{1, 0}, 1,
+                                                                   wires);
     else
-      importer = std::make_unique<statexfer::PreparedImport<Exec>>(pool, commands, model, 1,
-                                                                   statexfer::GroupRank{1, 0}, wires);
+      importer = std::make_unique<statexfer::PreparedImport<Exec>>(pool, commands, model, 1, statexfer::GroupRank{1, 0},
+                                                                   wires);
     statexfer::WireTransport<Exec> transport(model, c, comm, {0}, {1}, wires);
     prefill ? exporter->prepare(exec) : importer->prepare(exec);
     transport.prepare(exec);
