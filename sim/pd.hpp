@@ -8,8 +8,9 @@
 // Every step the decode instance pulls up to C requests it does not hold in
 // its own prefix cache; the prefill instance prefills them (restoring and
 // snapshotting its prefix cache), exports their rows, the WireTransport (MPI,
-// or NCCL with --pd-transport nccl) moves the records, the decode instance imports them, combines the codes
-// across its ranks, decodes, and snapshots completions into its prefix cache.
+// or NCCL with --pd-transport nccl) moves the records, the decode instance
+// imports them, combines the codes across its ranks, decodes, and snapshots
+// completions into its prefix cache.
 
 #include <cstdint>
 #include <string>

@@ -233,6 +233,7 @@ void PdRank::measure_plain() {
         plain.emplace_back("statexfer::sim::pd_plain", wire.size());
       peer_rank.push_back(prefill_ ? p_ + q : q);
     }
+  std::vector<MPI_Request> requests(plain.size());
   const auto plain_exchange = [&] {
 #ifdef STATEXFER_HAVE_NCCL
     if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
@@ -251,7 +252,6 @@ void PdRank::measure_plain() {
       }
     }
 #endif
-    std::vector<MPI_Request> requests(plain.size());
     for (std::size_t q = 0; q < plain.size(); ++q) {
       const int bytes = static_cast<int>(plain[q].size());
       if (prefill_)

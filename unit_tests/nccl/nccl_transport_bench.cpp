@@ -12,7 +12,8 @@
 //   back to back: `replays` replays and one fence: what the link carries
 //     when steps follow each other (a step's export overlaps the previous
 //     import).
-// Every replay's codes are checked (0 on both sides). One line a shape:
+// The codes the replays leave are checked (0 on both sides; the bytes are
+// statexfer-nccl-transport-check's). One line a shape:
 // records' GB/s (C x the record's bytes over the time) and the share of the
 // plain exchange's.
 //
