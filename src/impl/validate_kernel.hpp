@@ -20,6 +20,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 #include <statexfer/host_tier.hpp>
 #include <statexfer/speculative.hpp>
@@ -38,6 +39,9 @@ struct ValidateFunctor {
   // A thread per row of a team (up to 64), times its vector lanes: a block of at
   // most max_threads on CUDA, whose registers hold a whole row without spilling.
   static constexpr int max_threads = 512;
+  // Hosts have no load latency to hide behind the live count: they read it
+  // first and load only live rows (skip_row()), so their work follows num_ops.
+  static constexpr bool on_host = std::is_same_v<memory_space, Kokkos::HostSpace>;
   using policy_type = Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<max_threads, 1>>;
   using member_type = typename policy_type::member_type;
 
@@ -184,6 +188,14 @@ struct ValidateFunctor {
 
   KOKKOS_INLINE_FUNCTION ValidateLimits limits() const { return limits(limit_inputs()); }
 
+  /// Row r past the live count (every row of a bad count): the code and plan
+  /// decide() gives it (0, or 5; no move), without loading it.
+  KOKKOS_INLINE_FUNCTION void skip_row(std::int64_t r, const ValidateLimits& lim) const {
+    errors(r) = lim.bad_count ? 5 : 0;
+    plan(r) = RowPlan{nullptr, nullptr, 0, -1, {-1, -1}, 0, 0, 0, -1, -1};
+    record_commit(r, RowRecord{}, lim);
+  }
+
   /// With row claims (§15): live row r's, once its code and plan are known;
   /// code 7 when another batch in flight holds one. Once per row.
   KOKKOS_INLINE_FUNCTION void claim(std::int64_t r, const RowRecord& q, const ValidateLimits& lim, std::int32_t& code,
@@ -319,9 +331,15 @@ struct ValidateFunctor {
                          [&](const int o) { peers[o] = peer_keys<Features>(load_row(o)); });
     team.team_barrier();
     const ValidateLimits lim = limits(in);
-    if (m.begin + t < m.end) decide(team, m.own, q, lim, peers);
-    // A team of fewer threads than rows (hosts): the others loaded again.
-    for (int r = m.begin + t + threads; r < m.end; r += threads) decide(team, r, load_row(r), lim, peers);
+    if constexpr (on_host) {
+      // A team of fewer threads than rows: the others loaded again, live ones only.
+      const int live = live_rows(in);
+      for (int r = m.begin + t; r < m.end; r += threads)
+        r < live ? (void)decide(team, r, r == m.own ? q : load_row(r), lim, peers) : skip_row(r, lim);
+    } else {
+      if (m.begin + t < m.end) decide(team, m.own, q, lim, peers);
+      for (int r = m.begin + t + threads; r < m.end; r += threads) decide(team, r, load_row(r), lim, peers);
+    }
   }
 
   /// Rows [0, n) by one team, their peer keys in `peers` (n rows of team
@@ -343,10 +361,15 @@ struct ValidateFunctor {
       team.team_barrier();
       return t < n ? decide(team, r, q, limits(in), peers) : Decided{0, RowPlan{}};
     } else {
-      for (int r = t; r < n; r += threads) share(team, r, load_row(r), peers);
+      // Fewer threads than rows (hosts): rows past the live count are not loaded (skip_row()).
+      int live = n;
+      if constexpr (on_host) live = n < live_rows(in) ? n : live_rows(in);
+      for (int r = t; r < live; r += threads) share(team, r, load_row(r), peers);
       team.team_barrier();
       const ValidateLimits lim = limits(in);
-      for (int r = t; r < n; r += threads) decide(team, r, load_row(r), lim, peers);
+      for (int r = t; r < live; r += threads) decide(team, r, load_row(r), lim, peers);
+      if constexpr (on_host)
+        for (int r = live + t; r < n; r += threads) skip_row(r, lim);
       return {-1, RowPlan{}};
     }
   }
