@@ -219,35 +219,43 @@ void add_checking(CLI::App& app, Options& o, Text& t) {
 void add_pd(CLI::App& app, Options& o) {
   auto* pdg = "Prefill/decode (--pd; sim/README.md \"Prefill/decode\")";
   PdConfig& pd = o.pd;
-  app.add_flag("--pd", pd.enabled,
-               "prefill and decode instances as two groups of MPI ranks (mpirun -np P+D): state exported, moved by "
-               "the MPI wire transport, imported; --model (default qwen3.5-9b) shards the rows")
-      ->group(pdg);
+  auto* enabled =
+      app.add_flag("--pd", pd.enabled,
+                   "prefill and decode instances as two groups of MPI ranks (mpirun -np P+D): state exported, moved by "
+                   "the MPI wire transport, imported; --model (default qwen3.5-9b) shards the rows")
+          ->group(pdg);
   app.add_option("--prefill-tp", pd.prefill_tp, "--pd: the prefill instance's TP (MPI ranks 0..P-1)")
       ->group(pdg)
+      ->needs(enabled)
       ->capture_default_str();
   app.add_option("--decode-tp", pd.decode_tp, "--pd: the decode instance's TP (the next D ranks)")
       ->group(pdg)
+      ->needs(enabled)
       ->capture_default_str();
   app.add_option("--pd-layers", pd.layers,
                  "--pd: keep this many recurrent layers of the model and the same share of attention layers (a "
                  "stand-in for hosts; 0: the model's own)")
       ->group(pdg)
+      ->needs(enabled)
       ->capture_default_str();
   app.add_option("--pd-capacity", pd.capacity, "--pd: requests moved per step (power of two, 1 to 4096)")
       ->group(pdg)
+      ->needs(enabled)
       ->capture_default_str();
   app.add_option("--pd-cache-rows", pd.cache_rows, "--pd: prefix-cache rows of each instance")
       ->group(pdg)
+      ->needs(enabled)
       ->capture_default_str();
   app.add_option("--pd-bandwidth-reps", pd.plain_reps,
                  "--pd: repetitions of the transport and of a plain send/recv of the same bytes (MPI's, or NCCL's "
                  "with --pd-transport nccl) at the end")
       ->group(pdg)
+      ->needs(enabled)
       ->capture_default_str();
   app.add_option("--pd-transport", pd.transport,
                  "--pd: what moves the records: mpi (default), or nccl (a CUDA build with NCCL, one GPU a rank)")
       ->group(pdg)
+      ->needs(enabled)
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, PdTransport>{{"mpi", PdTransport::mpi}, {"nccl", PdTransport::nccl}}));
 }

@@ -233,32 +233,41 @@ void PdRank::measure_plain() {
         plain.emplace_back("statexfer::sim::pd_plain", wire.size());
       peer_rank.push_back(prefill_ ? p_ + q : q);
     }
-  std::vector<MPI_Request> requests(plain.size());
+  // MPI counts are int: messages of at most 1 GiB, as the transport sends them.
+  constexpr std::size_t piece = std::size_t(1) << 30;
+  std::size_t pieces = 0;
+  for (const auto& b : plain) pieces += (b.size() + piece - 1) / piece;
+  std::vector<MPI_Request> requests(pieces);
   const auto plain_exchange = [&] {
 #ifdef STATEXFER_HAVE_NCCL
     if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
       if (nccl) {
         const cudaStream_t stream = Exec().cuda_stream();
+        // The group is ended whatever failed in it (NCCL pairs every start with an end), then the first failure.
         nccl_check(ncclGroupStart(), "ncclGroupStart");
-        for (std::size_t q = 0; q < plain_device.size(); ++q) {
+        ncclResult_t rc = ncclSuccess;
+        for (std::size_t q = 0; q < plain_device.size() && rc == ncclSuccess; ++q) {
           auto& b = plain_device[q];
-          nccl_check(prefill_ ? ncclSend(b.data(), b.size(), ncclUint8, peer_rank[q], nccl_, stream)
-                              : ncclRecv(b.data(), b.size(), ncclUint8, peer_rank[q], nccl_, stream),
-                     prefill_ ? "ncclSend" : "ncclRecv");
+          rc = prefill_ ? ncclSend(b.data(), b.size(), ncclUint8, peer_rank[q], nccl_, stream)
+                        : ncclRecv(b.data(), b.size(), ncclUint8, peer_rank[q], nccl_, stream);
         }
-        nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+        const ncclResult_t end = ncclGroupEnd();
+        nccl_check(rc, prefill_ ? "ncclSend" : "ncclRecv");
+        nccl_check(end, "ncclGroupEnd");
         Exec().fence();
         return;
       }
     }
 #endif
-    for (std::size_t q = 0; q < plain.size(); ++q) {
-      const int bytes = static_cast<int>(plain[q].size());
-      if (prefill_)
-        MPI_Isend(plain[q].data(), bytes, MPI_BYTE, peer_rank[q], 31, world_, &requests[q]);
-      else
-        MPI_Irecv(plain[q].data(), bytes, MPI_BYTE, peer_rank[q], 31, world_, &requests[q]);
-    }
+    std::size_t k = 0;
+    for (std::size_t q = 0; q < plain.size(); ++q)
+      for (std::size_t at = 0; at < plain[q].size(); at += piece, ++k) {
+        const int bytes = static_cast<int>(std::min(piece, plain[q].size() - at));
+        if (prefill_)
+          MPI_Isend(plain[q].data() + at, bytes, MPI_BYTE, peer_rank[q], 31, world_, &requests[k]);
+        else
+          MPI_Irecv(plain[q].data() + at, bytes, MPI_BYTE, peer_rank[q], 31, world_, &requests[k]);
+      }
     MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
   };
   std::vector<double> moved, sent;

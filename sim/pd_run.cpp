@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <stdexcept>
+#include <string>
 
 #include <test_common/reshard.hpp>
 
@@ -67,13 +70,25 @@ PdRank::PdRank(const Options& o, const Workload& w, MPI_Comm world)
   for (int r = 0; r < d_; ++r) decode_ranks.push_back(p_ + r);
 #ifdef STATEXFER_HAVE_NCCL
   if (cfg_.transport == PdTransport::nccl) {
-    // One communicator of the world's ranks (its ranks are theirs), each on the GPU Kokkos took for it.
+    // One communicator of the world's ranks (its ranks are theirs), each on the GPU Kokkos took for it:
+    // NCCL refuses two ranks on one GPU with a bare "invalid usage", so they are named here first.
+    char bus[32] = {};
+    int device = -1;
+    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess)
+      throw std::runtime_error("--pd-transport nccl: this rank's GPU is unknown (cudaGetDevice)");
+    int ranks = 0;
+    MPI_Comm_size(world_, &ranks);
+    std::vector<char> buses(sizeof bus * static_cast<std::size_t>(ranks));
+    MPI_Allgather(bus, sizeof bus, MPI_CHAR, buses.data(), sizeof bus, MPI_CHAR, world_);
+    for (int r = 0; r < ranks; ++r)
+      if (r != world_rank_ && std::strncmp(bus, &buses[sizeof bus * static_cast<std::size_t>(r)], sizeof bus) == 0)
+        throw std::runtime_error("--pd-transport nccl needs a GPU a rank: ranks " +
+                                 std::to_string(std::min(r, world_rank_)) + " and " +
+                                 std::to_string(std::max(r, world_rank_)) + " share GPU " + bus);
     ncclUniqueId id;
     if (world_rank_ == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, world_);
-    int size = 0;
-    MPI_Comm_size(world_, &size);
-    nccl_check(ncclCommInitRank(&nccl_, size, id, world_rank_), "ncclCommInitRank");
+    nccl_check(ncclCommInitRank(&nccl_, ranks, id, world_rank_), "ncclCommInitRank");
     transport_ =
         std::make_unique<statexfer::WireTransport<Exec>>(model_, C_, nccl_, prefill_ranks, decode_ranks, wires_);
   }
@@ -92,8 +107,13 @@ PdRank::~PdRank() {
 #ifdef STATEXFER_HAVE_NCCL
   transport_.reset();  // before its communicator
   if (nccl_ != nullptr) {
-    const ncclResult_t r = ncclCommDestroy(nccl_);
-    if (r != ncclSuccess) std::fprintf(stderr, "statexfer-sim: ncclCommDestroy failed: %s\n", ncclGetErrorString(r));
+    // Unwinding, an operation of this rank may wait for a peer that will not come: destroying would wait for
+    // it (and MPI_Abort after it would never run); NCCL's abort does not.
+    const bool failed = std::uncaught_exceptions() > 0;
+    const ncclResult_t r = failed ? ncclCommAbort(nccl_) : ncclCommDestroy(nccl_);
+    if (r != ncclSuccess)
+      std::fprintf(stderr, "statexfer-sim: %s failed: %s\n", failed ? "ncclCommAbort" : "ncclCommDestroy",
+                   ncclGetErrorString(r));
   }
 #endif
   int finalized = 0;

@@ -10,9 +10,11 @@
 #include <Kokkos_Core.hpp>
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -73,7 +75,7 @@ int run_rank(int rank, int ranks, int id_pipe[2], const char* program, const Bod
 
 /// Runs body(comm, rank) -> failures in one forked process per rank, rank r on
 /// GPU r, all in one NCCL communicator; returns how many ranks failed (or 1
-/// when the pipe cannot be made).
+/// when the pipe cannot be made). When one fails, the others are killed.
 template <class Body>
 int run_ranks(int ranks, const char* program, const Body& body) {
   int id_pipe[2];
@@ -84,11 +86,16 @@ int run_ranks(int ranks, const char* program, const Body& body) {
     if (pid == 0) _exit(detail::run_rank(r, ranks, id_pipe, program, body));
     children.push_back(pid);
   }
+  // A rank that fails leaves its peers waiting in NCCL for it: they are killed (and count as failed).
   int failed = 0;
-  for (pid_t pid : children) {
+  while (!children.empty()) {
     int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) return failed + static_cast<int>(children.size());
+    children.erase(std::remove(children.begin(), children.end(), pid), children.end());
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+    ++failed;
+    for (pid_t other : children) kill(other, SIGKILL);
   }
   return failed;
 }

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -45,27 +46,49 @@ struct Timing {
   double one_at_a_time_s = 0, back_to_back_s = 0;  // a replay's
 };
 
+/// A failed CUDA or NCCL call ends this rank (run_ranks() then ends its peer, which would wait for it).
+void check(bool ok, const char* what) {
+  if (ok) return;
+  std::fprintf(stderr, "statexfer-nccl-transport-bench: %s failed\n", what);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+void check(cudaError_t e, const char* what) { check(e == cudaSuccess, what); }
+void check(ncclResult_t r, const char* what) { check(r == ncclSuccess, what); }
+
+/// The least of the ranks' `value` (an NCCL all-reduce, fenced): they agree before they go on.
+int least(int value, const Exec& exec, ncclComm_t comm) {
+  Kokkos::View<int*, Exec::memory_space> v("nccl_transport_bench::least", 1);
+  Kokkos::deep_copy(exec, v, value);
+  check(ncclAllReduce(v.data(), v.data(), 1, ncclInt, ncclMin, comm, exec.cuda_stream()), "ncclAllReduce");
+  int out = 0;
+  Kokkos::deep_copy(exec, Kokkos::View<int, Kokkos::HostSpace>(&out), Kokkos::subview(v, 0));
+  exec.fence();
+  return out;
+}
+
 /// One replay of `graph` per step, each after an NCCL barrier; then `replays` back to back.
 Timing time_graph(cudaGraphExec_t graph, const Exec& exec, ncclComm_t comm, int replays) {
   Kokkos::View<int*, Exec::memory_space> token("nccl_transport_bench::barrier", 1);
   const auto barrier = [&] {
-    ncclAllReduce(token.data(), token.data(), 1, ncclInt, ncclSum, comm, exec.cuda_stream());
+    check(ncclAllReduce(token.data(), token.data(), 1, ncclInt, ncclSum, comm, exec.cuda_stream()), "ncclAllReduce");
     exec.fence();
   };
+  const auto launch = [&] { check(cudaGraphLaunch(graph, exec.cuda_stream()), "cudaGraphLaunch"); };
   using clock = std::chrono::steady_clock;
   Timing t;
-  cudaGraphLaunch(graph, exec.cuda_stream());  // warm-up
+  launch();  // warm-up
   exec.fence();
   for (int r = 0; r < replays; ++r) {
     barrier();
     const auto t0 = clock::now();
-    cudaGraphLaunch(graph, exec.cuda_stream());
+    launch();
     exec.fence();
     t.one_at_a_time_s += std::chrono::duration<double>(clock::now() - t0).count();
   }
   barrier();
   const auto t0 = clock::now();
-  for (int r = 0; r < replays; ++r) cudaGraphLaunch(graph, exec.cuda_stream());
+  for (int r = 0; r < replays; ++r) launch();
   exec.fence();
   t.back_to_back_s = std::chrono::duration<double>(clock::now() - t0).count();
   t.one_at_a_time_s /= replays;
@@ -73,14 +96,20 @@ Timing time_graph(cudaGraphExec_t graph, const Exec& exec, ncclComm_t comm, int 
   return t;
 }
 
-cudaGraphExec_t capture(const Exec& exec, const std::function<void()>& step) {
-  cudaGraph_t graph;
+/// `step` captured and instantiated, or null: a failed call, a step that
+/// returned false or threw (the capture ended all the same).
+cudaGraphExec_t capture(const Exec& exec, const std::function<bool()>& step) {
+  if (cudaStreamBeginCapture(exec.cuda_stream(), cudaStreamCaptureModeGlobal) != cudaSuccess) return nullptr;
+  bool ok = false;
+  try {
+    ok = step();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "statexfer-nccl-transport-bench: %s\n", e.what());
+  }
+  cudaGraph_t graph = nullptr;
   cudaGraphExec_t instance = nullptr;
-  cudaStreamBeginCapture(exec.cuda_stream(), cudaStreamCaptureModeGlobal);
-  step();
-  if (cudaStreamEndCapture(exec.cuda_stream(), &graph) != cudaSuccess ||
-      cudaGraphInstantiate(&instance, graph, 0) != cudaSuccess)
-    return nullptr;
+  if (cudaStreamEndCapture(exec.cuda_stream(), &graph) != cudaSuccess) return nullptr;
+  if (!ok || cudaGraphInstantiate(&instance, graph, 0) != cudaSuccess) instance = nullptr;
   cudaGraphDestroy(graph);
   return instance;
 }
@@ -100,7 +129,7 @@ int shape(ncclComm_t comm, int rank, const std::string& name, std::int64_t c, in
   std::vector<statexfer::WireBuffer<Exec>> wires{statexfer::WireBuffer<Exec>("nccl_transport_bench::wire", c * record)};
   const Bytes plain("nccl_transport_bench::plain", static_cast<std::size_t>(c * record));
   cudaStream_t stream;
-  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   int failures = 0;
   {
     const Exec exec(stream);
@@ -146,15 +175,19 @@ int shape(ncclComm_t comm, int rank, const std::string& name, std::int64_t c, in
         importer->validate(exec);
         importer->apply(exec);
       }
+      return true;
     });
     const cudaGraphExec_t bare = capture(exec, [&] {
-      ncclGroupStart();
-      prefill ? ncclSend(plain.data(), plain.size(), ncclUint8, 1, comm, stream)
-              : ncclRecv(plain.data(), plain.size(), ncclUint8, 0, comm, stream);
-      ncclGroupEnd();
+      // Ended whatever failed in it (NCCL pairs every start with an end).
+      if (ncclGroupStart() != ncclSuccess) return false;
+      const ncclResult_t rc = prefill ? ncclSend(plain.data(), plain.size(), ncclUint8, 1, comm, stream)
+                                      : ncclRecv(plain.data(), plain.size(), ncclUint8, 0, comm, stream);
+      return (ncclGroupEnd() == ncclSuccess) && rc == ncclSuccess;
     });
-    if (step == nullptr || bare == nullptr) {
-      std::fprintf(stderr, "rank %d: %s C = %lld: a capture failed\n", rank, name.c_str(), static_cast<long long>(c));
+    // Both ranks measure, or neither: one alone would wait in NCCL for the other.
+    if (least(step != nullptr && bare != nullptr ? 1 : 0, exec, comm) == 0) {
+      std::fprintf(stderr, "rank %d: %s C = %lld: a capture failed (here or on the peer)\n", rank, name.c_str(),
+                   static_cast<long long>(c));
       ++failures;
     } else {
       failures += measure(step, bare, exec, comm, commands, rank, name, c, record, replays);
