@@ -327,7 +327,9 @@ struct ValidateFunctor {
   KOKKOS_INLINE_FUNCTION void decide_team_rows(const member_type& team, const TeamRows& m, const RowRecord& q,
                                                int peer_rows, const LimitInputs& in, PeerKeys* peers) const {
     const int t = team.team_rank(), threads = team.team_size();
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, peer_rows),
+    int peers_loaded = peer_rows;  // rows are compared with live rows only
+    if constexpr (on_host) peers_loaded = peer_rows < live_rows(in) ? peer_rows : live_rows(in);
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, peers_loaded),
                          [&](const int o) { peers[o] = peer_keys<Features>(load_row(o)); });
     team.team_barrier();
     const ValidateLimits lim = limits(in);
