@@ -222,7 +222,8 @@ void add_pd(CLI::App& app, Options& o) {
   auto* enabled =
       app.add_flag("--pd", pd.enabled,
                    "prefill and decode instances as two groups of MPI ranks (mpirun -np P+D): state exported, moved by "
-                   "the MPI wire transport, imported; --model (default qwen3.5-9b) shards the rows")
+                   "the wire transport (MPI, or NCCL: --pd-transport), imported; --model (default qwen3.5-9b) shards "
+                   "the rows")
           ->group(pdg);
   app.add_option("--prefill-tp", pd.prefill_tp, "--pd: the prefill instance's TP (MPI ranks 0..P-1)")
       ->group(pdg)

@@ -336,8 +336,12 @@ struct ValidateFunctor {
     if constexpr (on_host) {
       // A team of fewer threads than rows: the others loaded again, live ones only.
       const int live = live_rows(in);
-      for (int r = m.begin + t; r < m.end; r += threads)
-        r < live ? (void)decide(team, r, r == m.own ? q : load_row(r), lim, peers) : skip_row(r, lim);
+      for (int r = m.begin + t; r < m.end; r += threads) {
+        if (r < live)
+          decide(team, r, r == m.own ? q : load_row(r), lim, peers);
+        else
+          skip_row(r, lim);
+      }
     } else {
       if (m.begin + t < m.end) decide(team, m.own, q, lim, peers);
       for (int r = m.begin + t + threads; r < m.end; r += threads) decide(team, r, load_row(r), lim, peers);
