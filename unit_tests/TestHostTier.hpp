@@ -328,7 +328,7 @@ TEST(TEST_CATEGORY, host_tier_construction_errors) {
 
 // With a host tier bound, validate() and apply() still launch only kernels:
 // no allocation, fence or copy (they are captured in CUDA graphs), one launch
-// each, two for validate() where it sorts (ToolCounts::default_validate_launches).
+// each, two for validate() where it sorts (default_validate_launches()).
 TEST(TEST_CATEGORY, host_tier_launches_without_allocation) {
   using namespace host_tier;
   using ft::ToolCounts;
@@ -351,7 +351,7 @@ TEST(TEST_CATEGORY, host_tier_launches_without_allocation) {
       rig.transfer->apply(exec);
     });
     exec.fence();
-    EXPECT_EQ(validate_launches, ft::default_validate_launches(C, device));
+    EXPECT_EQ(validate_launches, ft::default_validate_launches(C, k.count, device));
     EXPECT_EQ(ToolCounts::parallel_for, validate_launches + 1);
     ToolCounts::expect_capturable();
     ToolCounts::count([&] { rig.transfer->validate_and_apply(exec); });

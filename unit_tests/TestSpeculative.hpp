@@ -474,7 +474,7 @@ TEST(TEST_CATEGORY, speculative_construction_errors) {
 
 // With commits and keys, validate() and apply() still launch only kernels: no
 // allocation, fence or copy, one launch each, two for validate() where it
-// sorts (ToolCounts::default_validate_launches).
+// sorts (default_validate_launches()).
 TEST(TEST_CATEGORY, speculative_launches_without_allocation) {
   using namespace speculative;
   using ft::ToolCounts;
@@ -501,7 +501,7 @@ TEST(TEST_CATEGORY, speculative_launches_without_allocation) {
         rig.transfer->apply(exec);
       });
       exec.fence();
-      EXPECT_EQ(validate_launches, ft::default_validate_launches(C, device));
+      EXPECT_EQ(validate_launches, ft::default_validate_launches(C, k.count, device));
       EXPECT_EQ(ToolCounts::parallel_for, validate_launches + 1);
       ToolCounts::expect_capturable();
       ToolCounts::count([&] { rig.transfer->validate_and_apply(exec); });

@@ -125,7 +125,8 @@ class PreparedStateTransfer {
   bool prepared() const noexcept;
 
   /// Enqueue validation: writes `errors` (and the plan apply() reads). One
-  /// kernel; two where it sorts (docs/CONTRACT.md §8).
+  /// kernel; two where it sorts (docs/CONTRACT.md §8), of which hosts leave
+  /// out the second when the first decided every row.
   void validate() const;
   void validate(const ExecutionSpace& exec) const;
   /// Enqueue the writes of every command the last validate() found live with

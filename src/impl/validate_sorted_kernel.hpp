@@ -9,7 +9,10 @@
 //     pair compares' capacity, launch_plan.hpp): every row's code and plan by
 //     comparing every pair of live rows, as ValidateFunctor at that capacity,
 //     and the compact plan; launch 2 then returns at once, so a partly filled
-//     batch costs one launch's chain of loads and one empty launch.
+//     batch costs one launch's chain of loads and one empty launch (hosts,
+//     whose launches have run when they return, leave it out). Rows past the
+//     count get their codes; of their plans, only those below the previous
+//     batch's live count can be set, and only those are cleared.
 //     More live rows: each one's record (load_row) and one uint64 key in each
 //     array where another row's key can equal it (absent: all ones, sorted last):
 //        0 destinations: the row key of dst (row_key: device and host rows
@@ -154,6 +157,7 @@ struct SortedWork {
   Kokkos::View<std::uint64_t*, MemorySpace> keys;    // [arrays * C]: keys(array * C + row) from launch 1
   Kokkos::View<std::uint8_t*, MemorySpace> lookups;  // [(row * chunks + chunk) * lookup_bytes + query]
   Kokkos::View<std::int32_t*, MemorySpace> done;     // [groups]: launch 2's teams of each slice done (then 0)
+  Kokkos::View<std::int32_t, MemorySpace> planned;   // rows past it have empty plans (launch 2 sets it)
   int arrays = 3;                                    // 5 with trailing bindings
   int chunk = 1;                                     // keys per chunk (a power of two)
   int chunks = 1;                                    // chunks per array
@@ -211,12 +215,17 @@ struct SortedFirstFunctor {
   }
 
   /// Rows [from, c) split over the league: code 0 (5: `bad_count`), no plan.
+  /// Only the rows below the last validate()'s live count can hold a plan
+  /// (work.planned): the others' plan lines, a cache line a row, are not
+  /// touched, so that a few live rows at C = 4096 write 16 KiB of codes and
+  /// not 256 KiB of plans.
   KOKKOS_INLINE_FUNCTION void past_live(const member_type& team, int from, int c, bool bad_count) const {
     const int teams = team.league_size(), per = (c - from + teams - 1) / teams;
     const int first = from + team.league_rank() * per, last = first + per < c ? first + per : c;
+    const int planned = work.planned();
     Kokkos::parallel_for(Kokkos::TeamVectorRange(team, first, last), [&](const int r) {
       base.errors(r) = bad_count ? 5 : 0;
-      base.plan(r).flags = 0;
+      if (r < planned) base.plan(r).flags = 0;
       if (base.shape.positions > 0) base.commit_positions(r) = -1;
     });
   }
@@ -248,6 +257,8 @@ struct SortedLookupFunctor {
     // holds none (and its team has nothing to do), the chunk they end in is
     // sorted and searched up to there only. So the work follows num_ops, not C.
     const int start = chunk * work.chunk;
+    // Launch 1 has read the mark; plans written by this validate() are the live rows' only.
+    if (team.league_rank() == 0 && team.team_rank() == 0) work.planned() = live;
     if (start >= live || live <= work.pairs_live) return;  // launch 1 decided a few live rows
     const int n = live - start < work.chunk ? live - start : work.chunk;
     std::uint64_t* keys = work.keys.data() + std::int64_t(a) * c + start;
@@ -402,6 +413,7 @@ struct SortedValidation {
     work.in_scratch =
         work.chunk * std::int64_t(sizeof(std::uint64_t)) <= lookup_functor::policy_type::scratch_size_max(0);
     work.done = decltype(work.done)("statexfer::validate_slices_done", work.groups);
+    work.planned = decltype(work.planned)("statexfer::validate_planned_rows");
   }
 
   lookup_functor lookup(const ValidateFunctor<ExecutionSpace>& base) const { return lookup_functor{base, work}; }
@@ -440,6 +452,18 @@ struct SortedValidation {
                     .set_scratch_size(0, Kokkos::PerTeam(first.scratch_bytes(plan.validate_team_size))),
                 light),
         first);
+    // Hosts (Serial, OpenMP, Threads) run a launch before returning from it, so
+    // the count is known here: where launch 1 decided every row, the second's
+    // parallel region (most of a few live rows' time) is not entered, and the
+    // mark it would set is set here. GPUs launch both: the count is read on the
+    // device, at every replay of a graph.
+    if constexpr (std::is_same_v<memory_space, Kokkos::HostSpace>) {
+      const int live = base.live_rows(base.limit_inputs());
+      if (live <= work.pairs_live) {
+        work.planned() = live;
+        return;
+      }
+    }
     Kokkos::parallel_for("statexfer::validate_lookup",
                          require(typename lookup_functor::policy_type(exec, teams(), plan.sort_team_size)
                                      .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes(plan.sort_team_size))),

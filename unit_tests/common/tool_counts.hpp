@@ -13,10 +13,15 @@
 
 namespace statexfer::test {
 
-/// validate()'s launches at capacity c with the default options (docs/CONTRACT.md
-/// §8): one comparing every pair of rows up to 256 commands on GPUs and 128 on
-/// hosts, the sorted validation's two above.
-inline int default_validate_launches(std::int64_t c, bool device) { return c <= (device ? 256 : 128) ? 1 : 2; }
+/// validate()'s launches at capacity c with `count` in num_ops and the default
+/// options (docs/CONTRACT.md §8): one comparing every pair of rows up to 256
+/// commands on GPUs and 128 on hosts, the sorted validation's two above, where
+/// hosts leave out the second while the first decided every row (at most 128
+/// live; a bad count has none).
+inline int default_validate_launches(std::int64_t c, std::int64_t count, bool device) {
+  const std::int64_t pairs = device ? 256 : 128, live = count >= 0 && count <= c ? count : 0;
+  return c <= pairs ? 1 : device || live > pairs ? 2 : 1;
+}
 
 // Kokkos Tools counters for the launch tests, with the names of what was
 // allocated or fenced (UnitTestMain.cpp tells Kokkos the tool needs no fences).
