@@ -188,8 +188,10 @@ struct SortedFirstFunctor {
     const int c = static_cast<int>(base.shape.capacity), pairs = work.pairs_live;
     const int g = team.league_rank(), teams = team.league_size();
     const typename base_type::TeamRows m = base.team_rows(team, pairs);
-    // The count and this thread's row in flight together; the row is used only when the live rows are few.
+    // The count, the mark and this thread's row in flight together; the row is used only when the live rows
+    // are few.
     const typename base_type::LimitInputs in = base.limit_inputs();
+    const int planned = work.planned();
     const RowRecord q = base.load_row(m.own);
     const int live = base.live_rows(in);
     if (live > pairs) {
@@ -202,7 +204,7 @@ struct SortedFirstFunctor {
         for (int a = 0; a < work.arrays; ++a) work.keys(a * std::int64_t(c) + r) = sorted_key(row, a);
       });
       // Rows past the live count: code 0 and no plan, with no record read.
-      past_live(team, live, c, false);
+      past_live(team, live, c, false, planned);
       return;
     }
     // The pair compares over the live rows' keys (ValidateFunctor's teams): rows [0, pairs) by their teams.
@@ -210,19 +212,18 @@ struct SortedFirstFunctor {
         pairs * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
     base.decide_team_rows(team, m, q, live, in, peers);
     // Rows [pairs, C), past the live count: code 0 (5 for a bad count) and no plan, with no record read.
-    past_live(team, pairs, c, base.limits(in).bad_count);
+    past_live(team, pairs, c, base.limits(in).bad_count, planned);
     base.list_moves(team, in, base.rows_per_team);
   }
 
   /// Rows [from, c) split over the league: code 0 (5: `bad_count`), no plan.
-  /// Only the rows below the last validate()'s live count can hold a plan
-  /// (work.planned): the others' plan lines, a cache line a row, are not
-  /// touched, so that a few live rows at C = 4096 write 16 KiB of codes and
-  /// not 256 KiB of plans.
-  KOKKOS_INLINE_FUNCTION void past_live(const member_type& team, int from, int c, bool bad_count) const {
+  /// Only the rows below the last validate()'s live count (`planned`, read
+  /// beside the count) can hold a plan: the others' plan lines, a cache line
+  /// a row, are not touched, so that a few live rows at C = 4096 write 16 KiB
+  /// of codes and not 256 KiB of plans.
+  KOKKOS_INLINE_FUNCTION void past_live(const member_type& team, int from, int c, bool bad_count, int planned) const {
     const int teams = team.league_size(), per = (c - from + teams - 1) / teams;
     const int first = from + team.league_rank() * per, last = first + per < c ? first + per : c;
-    const int planned = work.planned();
     Kokkos::parallel_for(Kokkos::TeamVectorRange(team, first, last), [&](const int r) {
       base.errors(r) = bad_count ? 5 : 0;
       if (r < planned) base.plan(r).flags = 0;
