@@ -451,27 +451,33 @@ TEST(TEST_CATEGORY, differential_large_rows) {
 
 // Every apply() design on every backend (options.apply picks it): the teams,
 // the flat grid at each word count, the persistent grid and the compact grid
-// (the default), over tiles from a few hundred bytes (many items, narrow grids)
-// to the default, with byte edges and 1-, 8- and 16-byte shared alignments.
+// (the default; staged through bulk-copy buffers on GPUs that have them, by
+// its default league and by two teams drawing tickets), over tiles from a few
+// hundred bytes (many items, narrow grids) to the default, with byte edges and
+// 1-, 8- and 16-byte shared alignments.
 TEST(TEST_CATEGORY, differential_apply_designs) {
   using statexfer::ApplyDesign;
   struct Design {
     ApplyDesign design;
     int words;
     std::int64_t tile;
+    int staged = 0, teams = 0;  // options.expert.compact_staged, apply_teams
   };
   const std::vector<Design> designs = {
-      {ApplyDesign::teams, 0, 1040},     {ApplyDesign::flat_grid, 1, 4096},   {ApplyDesign::flat_grid, 2, 65536},
-      {ApplyDesign::flat_grid, 2, 272},  {ApplyDesign::flat_grid, 4, 16384},  {ApplyDesign::persistent, 0, 65536},
-      {ApplyDesign::persistent, 0, 272}, {ApplyDesign::persistent, 0, 20000}, {ApplyDesign::compact, 0, 65536},
-      {ApplyDesign::compact, 0, 272},    {ApplyDesign::compact, 0, 20000}};
-  for (const auto& [design, words, tile] : designs) {
+      {ApplyDesign::teams, 0, 1040},         {ApplyDesign::flat_grid, 1, 4096},   {ApplyDesign::flat_grid, 2, 65536},
+      {ApplyDesign::flat_grid, 2, 272},      {ApplyDesign::flat_grid, 4, 16384},  {ApplyDesign::persistent, 0, 65536},
+      {ApplyDesign::persistent, 0, 272},     {ApplyDesign::persistent, 0, 20000}, {ApplyDesign::compact, 0, 65536},
+      {ApplyDesign::compact, 0, 272},        {ApplyDesign::compact, 0, 20000},    {ApplyDesign::compact, 0, 65536, 1},
+      {ApplyDesign::compact, 0, 20000, 1, 2}};
+  for (const auto& [design, words, tile, staged, teams] : designs) {
     statexfer::TransferOptions options;
     options.apply = design;
     options.expert.apply_words = words;
     options.expert.apply_tile_bytes = tile;
-    const std::string label =
-        std::string(statexfer::to_string(design)) + "_w" + std::to_string(words) + "_t" + std::to_string(tile) + "_";
+    options.expert.compact_staged = staged;
+    options.expert.apply_teams = teams;
+    const std::string label = std::string(statexfer::to_string(design)) + "_w" + std::to_string(words) + "_t" +
+                              std::to_string(tile) + (staged ? "_staged" : "") + "_";
     const differential::LargeRowRun run = differential::large_row_batches(label, options);
     EXPECT_EQ(run.mismatches, 0) << label;
     EXPECT_GE(run.copies, 40);

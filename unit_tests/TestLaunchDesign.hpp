@@ -58,6 +58,27 @@ TEST(TEST_CATEGORY, construction_apply_design) {
     EXPECT_EQ(t.launch_summary().find(", handed out)") != std::string::npos, !host) << t.launch_summary();
     s.config.options.expert.compact_handout = 0;
   }
+  {
+    // Staged units: only where the device has bulk copies (prepare() asks), then 16 KiB units handed out.
+    s.config.options.expert.compact_staged = 1;
+    auto t = s.make();
+    t.prepare(Exec());
+    const statexfer::LaunchPlan p = t.launch_plan();
+    EXPECT_EQ(p.compact_staged, p.bulk_copies) << t.launch_summary();
+    if (p.compact_staged) {
+      EXPECT_TRUE(p.compact_handed_out);
+      EXPECT_EQ(p.compact_words, 8);
+      EXPECT_NE(t.launch_summary().find(", 8 words a thread, handed out, staged)"), std::string::npos)
+          << t.launch_summary();
+    }
+    s.config.options.expert.no_bulk_copies = true;
+    auto without = s.make();
+    without.prepare(Exec());
+    EXPECT_FALSE(without.launch_plan().compact_staged) << "no bulk copies, no staged units";
+    EXPECT_EQ(without.launch_summary().find("staged"), std::string::npos) << without.launch_summary();
+    s.config.options.expert.no_bulk_copies = false;
+    s.config.options.expert.compact_staged = 0;
+  }
   s.config.options.apply = statexfer::ApplyDesign::flat_grid;
   for (const int words : {1, 2, 4}) {
     s.config.options.expert.apply_words = words;
@@ -107,6 +128,7 @@ TEST(TEST_CATEGORY, construction_options_ranges) {
       {"options.expert.compact_words", [](auto& o) { o.expert.compact_words = 3; }},
       {"options.expert.compact_handout", [](auto& o) { o.expert.compact_handout = 2; }},
       {"options.expert.compact_handout", [](auto& o) { o.expert.compact_handout = -2; }},
+      {"options.expert.compact_staged", [](auto& o) { o.expert.compact_staged = 2; }},
       {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 32; }},
       {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 100; }},
       {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 1024; }},

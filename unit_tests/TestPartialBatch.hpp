@@ -45,6 +45,7 @@ struct Design {
   bool small_tiles;       // 1 KiB work items: several a row
   int compact_words = 0;  // the compact grid's 16-byte words a thread on GPUs (0: the default)
   int handout = 0;        // options.expert.compact_handout
+  int staged = 0;         // options.expert.compact_staged (GPUs with bulk copies; elsewhere the compact grid's own)
 };
 
 const std::vector<Design>& designs() {
@@ -57,6 +58,9 @@ const std::vector<Design>& designs() {
       // Handed out (GPUs): three teams stride over a batch of at most 64 units each, else draw tickets.
       {"compact_handed_out", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 0, 1},
       {"compact_2_words_handed_out", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 2, 1},
+      // Staged units (16 KiB): three teams past 64 units each draw tickets; the default league too.
+      {"compact_staged", ApplyDesign::compact, FusedDesign::two_launches, 3, false, 0, 0, 1},
+      {"compact_staged_default_league", ApplyDesign::compact, FusedDesign::two_launches, 0, false, 0, 0, 1},
       {"flat_grid", ApplyDesign::flat_grid, FusedDesign::two_launches, 0, true},
       {"teams", ApplyDesign::teams, FusedDesign::two_launches, 0, false},
       {"persistent", ApplyDesign::persistent, FusedDesign::two_launches, 0, false},
@@ -124,6 +128,7 @@ TEST(TEST_CATEGORY, partial_batches_match_the_oracle_at_every_capacity_and_desig
         options.expert.apply_teams = d.apply_teams;
         options.expert.compact_words = d.compact_words;
         options.expert.compact_handout = d.handout;
+        options.expert.compact_staged = d.staged;
         if (d.small_tiles) options.expert.apply_tile_bytes = 1024;
         const bool one_call = d.fused != FusedDesign::two_launches;
         const std::string what = std::string(d.name) + "_C" + std::to_string(C) + "_live" + std::to_string(live);
@@ -167,6 +172,7 @@ TEST(TEST_CATEGORY, partial_batches_after_full_ones_leave_nothing_behind) {
       o.options.expert.apply_teams = d.apply_teams;
       o.options.expert.compact_words = d.compact_words;
       o.options.expert.compact_handout = d.handout;
+      o.options.expert.compact_staged = d.staged;
       ft::Batch<TEST_EXECSPACE> b(o);
       b.one_call = d.fused != FusedDesign::two_launches;
       const std::string what = std::string(d.name) + " C" + std::to_string(C);

@@ -24,6 +24,16 @@
 // (four) for shorter ones (launch_plan.hpp); fetching the next unit's
 // addresses or words before the current unit's stores was no faster on the
 // H200 (perf_tests/DESIGN-NOTES.md).
+//
+// `Staged` (GPUs with Hopper's bulk copies, options.expert.compact_staged):
+// 16 KiB units handed out, each through one of the team's two staging buffers
+// (exchange_ring.hpp's ChunkRing): thread 0 loads the team's next unit with a
+// bulk copy while it stores this one, so the copy engine keeps two units a
+// team in flight and registers none. Every thread computes every unit, so the
+// team agrees on which ones a buffer takes; zeros, ragged or unaligned units
+// and host-tier rows (no bulk copies on mapped host memory) move by the
+// team's loads and stores. A unit's code is read with its addresses, before
+// its load: a row refused since validate() is neither loaded nor stored.
 
 #include <Kokkos_Core.hpp>
 
@@ -33,6 +43,7 @@
 
 #include "apply_kernel.hpp"
 #include "device_types.hpp"
+#include "exchange_ring.hpp"
 #include "flat_apply_kernel.hpp"
 #include "launch_plan.hpp"
 #include "move_list.hpp"
@@ -48,20 +59,25 @@ struct CompactUnit {
   std::int32_t n;
 };
 
-template <class ExecutionSpace, int Words, bool HandedOut = false, bool Listed = false>
+template <class ExecutionSpace, int Words, bool HandedOut = false, bool Listed = false, bool Staged = false>
 struct CompactApplyFunctor {
   static_assert(!(Listed && HandedOut), "listed plans are read by the striding teams only");
   using memory_space = typename ExecutionSpace::memory_space;
   static constexpr bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
   static constexpr int team_threads = 128;
   static constexpr std::int64_t unit_bytes = team_threads * Words * 16;
+  static_assert(!Staged || (HandedOut && unit_bytes == ring_chunk_bytes), "staged units: handed out, a buffer each");
   // Units a ticket holds: 16 KiB.
   static constexpr int ticket_units = 8 / Words;
+  // Team scratch of a team: the staged units' two buffers.
+  static constexpr std::size_t team_scratch_bytes = Staged && !host ? ring_scratch_bytes : 0;
   // Striding, twelve teams an SM fit 40 registers a thread (sixteen, 32, spill); handed out, bounds of ten
   // fit 48, which the tickets need (at 40 they spill), and the league of nine leaves an offload's team room.
+  // Staged, the league's three.
   using policy_type =
-      Kokkos::TeamPolicy<ExecutionSpace,
-                         Kokkos::LaunchBounds<team_threads, HandedOut ? compact_league_per_sm : compact_teams_per_sm>>;
+      Kokkos::TeamPolicy<ExecutionSpace, Kokkos::LaunchBounds<team_threads, Staged      ? compact_staged_league_per_sm
+                                                                            : HandedOut ? compact_league_per_sm
+                                                                                        : compact_teams_per_sm>>;
   using member_type = typename policy_type::member_type;
 
   Kokkos::View<const std::int32_t*, memory_space> errors;
@@ -128,6 +144,13 @@ struct CompactApplyFunctor {
     const std::int64_t left = m.length - at;
     u.n = static_cast<std::int32_t>(host || left < unit_bytes ? left : unit_bytes);  // hosts: the whole item
     return u;
+  }
+
+  /// Staged: whether unit v (below total) moves through a staging buffer: whole aligned 16-byte words of a
+  /// copy (ring_fits()) of a row outside the host tier (no bulk copies on mapped host memory).
+  KOKKOS_INLINE_FUNCTION bool buffered(const CompactUnit& u, std::int32_t v, std::int32_t per_row) const {
+    return u.src != nullptr && ring_fits(u.dst, u.src, u.n, 0) &&
+           !(plan(moves(move_rows + v / per_row)).flags & plan_host);
   }
 
   /// Zeros, or source and destination 16-byte words apart: the unit moves in 16-byte words.
@@ -226,6 +249,8 @@ struct CompactApplyFunctor {
     const std::int32_t total = n_move * per_row, stride = team.league_size();
     if constexpr (host) {
       for (std::int32_t v = team.league_rank(); v < total; v += stride) host_move(unit(v, total, per_row, t));
+    } else if constexpr (Staged) {
+      move_staged_units(team, total, per_row);
     } else {
       const auto move = [&](const std::int32_t v) { move_unit(unit(v, total, per_row, t), t); };
       if (!HandedOut || total <= compact_strided_rounds * stride) {
@@ -239,6 +264,47 @@ struct CompactApplyFunctor {
         }
       }
     }
+  }
+
+  /// Staged (GPUs): the units handed out, each through a staging buffer where
+  /// it fits, the next one loading while this one is stored; elsewhere (a
+  /// device without bulk copies) by the team's loads and stores.
+  KOKKOS_INLINE_FUNCTION void move_staged_units(const member_type& team, std::int32_t total,
+                                                std::int32_t per_row) const {
+    const int t = team.team_rank();
+    const UnitTickets<std::int32_t, ticket_units> tickets{&moves(apply_tickets), total};
+#if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
+    ChunkRing ring =
+        ChunkRing::make(team.team_scratch(0).get_shmem(static_cast<std::ptrdiff_t>(ring_scratch_bytes)), t);
+    team.team_barrier();  // the ring's barriers, set up
+    auto units = tickets.first(team);
+    CompactUnit next = unit(units.begin, total, per_row, t);
+    bool staged = next.n > 0 && buffered(next, units.begin, per_row);
+    if (staged && t == 0) ring.load(0, next.src, next.n);
+    for (int s = 0; units.begin < units.end; s ^= 1) {
+      const CompactUnit u = next;
+      const bool held = staged;
+      // Only thread 0 reads the buffers (its stores), and load() first waits until they have.
+      units = tickets.next(team, tickets.ask(team));
+      next = unit(units.begin, total, per_row, t);
+      staged = next.n > 0 && buffered(next, units.begin, per_row);
+      if (staged && t == 0) ring.load(s ^ 1, next.src, next.n);
+      if (held) {
+        ring.wait(s);
+        if (t == 0) ring.store(s, u.dst, u.n);
+      } else {
+        move_unit(u, t);
+      }
+    }
+    // Every store written and ordered before the row claims' release (a fence and an atomic).
+    if (t == 0) ring.finish(true);
+#else
+    for (auto units = tickets.first(team); units.begin < units.end;) {
+      const std::int32_t drawn = tickets.ask(team);
+      for (std::int32_t v = units.begin; v < units.end; ++v) move_unit(unit(v, total, per_row, t), t);
+      units = tickets.next(team, drawn);
+    }
+#endif
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {

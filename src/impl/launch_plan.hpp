@@ -68,6 +68,11 @@ inline constexpr int compact_handed_out_league_per_sm = 9;
 /// Units a team of the compact grid strides over at most: past that, handed out, the teams draw tickets.
 inline constexpr std::int32_t compact_strided_rounds = 64;
 inline int default_compact_words(std::int64_t longest_item) { return longest_item >= 64 * 1024 ? 2 : 4; }
+/// The compact grid's staged units (bulk copies through two 16 KiB buffers a team): words a thread a unit
+/// (128 x 8 x 16 bytes: a buffer), and the default league an SM, at which they were fastest on the H200
+/// (perf_tests/RESULTS.md; their 33 KiB of shared memory a team allow six).
+inline constexpr int compact_staged_words = 8;
+inline constexpr int compact_staged_league_per_sm = 3;
 
 /// The largest capacity validate() compares every pair of rows at by default:
 /// the pair compares' one launch decided 128 commands faster than the sorted
@@ -105,6 +110,8 @@ inline void check_options(const TransferOptions& options) {
   range("apply_teams", o.apply_teams, 1, 1 << 20);
   if (o.compact_handout < -1 || o.compact_handout > 1)
     reject("options.expert.compact_handout must be 0 (the default), 1 or -1, got " + std::to_string(o.compact_handout));
+  if (o.compact_staged < -1 || o.compact_staged > 1)
+    reject("options.expert.compact_staged must be 0 (the default), 1 or -1, got " + std::to_string(o.compact_staged));
   if (o.apply_words != 0 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
     reject("options.expert.apply_words must be 0 (the default), 1, 2 or 4, got " + std::to_string(o.apply_words));
   range("apply_team_size", o.apply_team_size, 1, 1024);
@@ -180,7 +187,11 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // work item of every row, live or not). GPUs: 4 or 8 KiB units
   // (default_compact_words), about a wave of teams; hosts: a work item a unit,
   // a team of one a thread. Its unit indices are 32-bit: past that, the teams.
-  p.compact_words = o.compact_words > 0 ? o.compact_words : default_compact_words(s.longest_item);
+  // Staged units where asked for and the device has bulk copies (compact_apply_kernel.hpp).
+  p.compact_staged = p.bulk_copies && o.compact_staged == 1;
+  p.compact_words = p.compact_staged      ? compact_staged_words
+                    : o.compact_words > 0 ? o.compact_words
+                                          : default_compact_words(s.longest_item);
   const std::int64_t compact_unit_bytes = 128 * 16 * std::int64_t(p.compact_words);
   p.compact_units =
       host
@@ -207,9 +218,10 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const std::int64_t sms = d.concurrency / 2048;
   const bool tickets_drawn = compact_units > compact_strided_rounds * p.compact_teams;
   const bool tier_league = p.compact_teams >= std::max<std::int64_t>(1, sms / 8) && p.compact_teams <= sms;
-  p.compact_handed_out = !host && (o.compact_handout == 1 ||
+  p.compact_handed_out = !host && (p.compact_staged || o.compact_handout == 1 ||
                                    (o.compact_handout == 0 && tickets_drawn && (tier_league || c > max_capacity)));
-  if (p.compact_handed_out) p.compact_teams = league(compact_handed_out_league_per_sm);
+  if (p.compact_handed_out)
+    p.compact_teams = league(p.compact_staged ? compact_staged_league_per_sm : compact_handed_out_league_per_sm);
   // validate_and_apply()'s persistent grid where commits remap (measured: a
   // remapping step moves no bytes, and its one launch saves validate()'s).
   const bool prefer_persistent = !host && s.remapping_commits && persistent_fits;

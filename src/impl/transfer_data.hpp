@@ -153,9 +153,10 @@ struct TransferData {
     return f;
   }
 
-  template <int Words = 4, bool HandedOut = false, bool Listed = false>  // hosts: any Words (a unit is a work item)
-  CompactApplyFunctor<ExecutionSpace, Words, HandedOut, Listed> compact_functor() const {
-    CompactApplyFunctor<ExecutionSpace, Words, HandedOut, Listed> f;
+  // hosts: any Words (a unit is a work item)
+  template <int Words = 4, bool HandedOut = false, bool Listed = false, bool Staged = false>
+  CompactApplyFunctor<ExecutionSpace, Words, HandedOut, Listed, Staged> compact_functor() const {
+    CompactApplyFunctor<ExecutionSpace, Words, HandedOut, Listed, Staged> f;
     f.errors = commands.errors;
     f.plan = plan;
     f.items = items;

@@ -99,6 +99,8 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
       const int team = functor::host ? 1 : functor::team_threads;
       auto policy = Kokkos::Experimental::require(typename functor::policy_type(exec, d.launches.compact_teams, team),
                                                   Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+      if constexpr (functor::team_scratch_bytes > 0)
+        policy.set_scratch_size(0, Kokkos::PerTeam(functor::team_scratch_bytes));
       Kokkos::parallel_for("statexfer::apply", policy, f);
     };
     // Listed plans: read by striding teams (handed out, a unit reads its row's plan).
@@ -106,6 +108,8 @@ void PreparedStateTransfer<ExecutionSpace>::apply(const ExecutionSpace& exec) co
     if constexpr (std::is_same_v<memory_space, Kokkos::HostSpace>) {
       // Hosts: a work item a unit, whatever the GPUs' variant.
       listed ? launch(d.template compact_functor<4, false, true>()) : launch(d.compact_functor());
+    } else if (d.launches.compact_staged) {
+      launch(d.template compact_functor<impl::compact_staged_words, true, false, true>());
     } else if (d.launches.compact_handed_out) {
       d.launches.compact_words == 4 ? launch(d.template compact_functor<4, true>())
                                     : launch(d.template compact_functor<2, true>());
@@ -200,7 +204,9 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
       std::to_string(p.compact_units) + " units an item" +
       (std::is_same_v<memory_space, Kokkos::HostSpace> ? ")"
                                                        : ", " + std::to_string(p.compact_words) + " words a thread" +
-                                                             (p.compact_handed_out ? ", handed out)" : ")"));
+                                                             (p.compact_staged       ? ", handed out, staged)"
+                                                              : p.compact_handed_out ? ", handed out)"
+                                                                                     : ")"));
   const std::string apply =
       p.apply == ApplyDesign::compact      ? compact
       : p.apply == ApplyDesign::persistent ? persistent
