@@ -249,9 +249,11 @@ struct CompactApplyFunctor {
     const std::int32_t total = n_move * per_row, stride = team.league_size();
     if constexpr (host) {
       for (std::int32_t v = team.league_rank(); v < total; v += stride) host_move(unit(v, total, per_row, t));
-    } else if constexpr (Staged) {
-      move_staged_units(team, total, per_row);
     } else {
+#if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
+      if constexpr (Staged) return move_staged_units(team, total, per_row);
+#endif
+      // (Staged on a device without bulk copies: the handed-out units in registers.)
       const auto move = [&](const std::int32_t v) { move_unit(unit(v, total, per_row, t), t); };
       if (!HandedOut || total <= compact_strided_rounds * stride) {
         for (std::int32_t v = team.league_rank(); v < total; v += stride) move(v);
@@ -266,14 +268,12 @@ struct CompactApplyFunctor {
     }
   }
 
-  /// Staged (GPUs): the units handed out, each through a staging buffer where
-  /// it fits, the next one loading while this one is stored; elsewhere (a
-  /// device without bulk copies) by the team's loads and stores.
-  KOKKOS_INLINE_FUNCTION void move_staged_units(const member_type& team, std::int32_t total,
-                                                std::int32_t per_row) const {
+#if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
+  /// Staged (GPUs with bulk copies): the units handed out, each through a
+  /// staging buffer where it fits, the next one loading while this one is stored.
+  __device__ void move_staged_units(const member_type& team, std::int32_t total, std::int32_t per_row) const {
     const int t = team.team_rank();
     const UnitTickets<std::int32_t, ticket_units> tickets{&moves(apply_tickets), total};
-#if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
     ChunkRing ring =
         ChunkRing::make(team.team_scratch(0).get_shmem(static_cast<std::ptrdiff_t>(ring_scratch_bytes)), t);
     team.team_barrier();  // the ring's barriers, set up
@@ -298,14 +298,8 @@ struct CompactApplyFunctor {
     }
     // Every store written and ordered before the row claims' release (a fence and an atomic).
     if (t == 0) ring.finish(true);
-#else
-    for (auto units = tickets.first(team); units.begin < units.end;) {
-      const std::int32_t drawn = tickets.ask(team);
-      for (std::int32_t v = units.begin; v < units.end; ++v) move_unit(unit(v, total, per_row, t), t);
-      units = tickets.next(team, drawn);
-    }
-#endif
   }
+#endif
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     if constexpr (Listed)
