@@ -81,9 +81,32 @@ TEST(pure, launch_plan_gpu_defaults) {
   p = si::choose_launch_plan(shape(8, 51511296), d, o);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
   EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
+  EXPECT_FALSE(p.compact_staged);
   EXPECT_EQ(p.compact_teams, 132 * 10);
   EXPECT_EQ(p.compact_words, 2) << "64 KiB work items: 4 KiB units";
   EXPECT_EQ(p.compact_units, 16);
+  {
+    // Staged units asked for: 16 KiB units (a staging buffer) handed out to three teams an SM, staged from
+    // the option's units a team; nothing on devices without bulk copies or with them turned off.
+    TransferOptions mine;
+    mine.expert.compact_staged = 1;
+    p = si::choose_launch_plan(shape(8, 51511296), d, mine);
+    EXPECT_TRUE(p.compact_staged);
+    EXPECT_TRUE(p.compact_handed_out);
+    EXPECT_EQ(p.compact_teams, 132 * 3);
+    EXPECT_EQ(p.compact_words, 8);
+    EXPECT_EQ(p.compact_units, 4);
+    EXPECT_EQ(p.compact_staged_units, 0) << "every batch staged";
+    mine.expert.compact_staged_units = 5;
+    EXPECT_EQ(si::choose_launch_plan(shape(8, 51511296), d, mine).compact_staged_units, 5);
+    si::DeviceLimits sm80 = d;
+    sm80.bulk = false;
+    EXPECT_FALSE(si::choose_launch_plan(shape(8, 51511296), sm80, mine).compact_staged) << "sm_80";
+    EXPECT_EQ(si::choose_launch_plan(shape(8, 51511296), sm80, mine).compact_staged_units, 0);
+    EXPECT_FALSE(si::choose_launch_plan(shape(8, 51511296), host_limits(), mine).compact_staged);
+    mine.expert.no_bulk_copies = true;
+    EXPECT_FALSE(si::choose_launch_plan(shape(8, 51511296), d, mine).compact_staged) << "no bulk copies";
+  }
   // One row of 49 MiB: the flat grid (a capacity of one is always full).
   EXPECT_EQ(si::choose_launch_plan(shape(1, 51511296), d, o).validate_and_apply, FusedDesign::flat_grid);
   // 8 rows of 1 MiB (1024 blocks, within two waves): the flat grid.
@@ -254,21 +277,23 @@ TEST(pure, launch_plan_every_design_from_options) {
     o.expert.compact_words = 0;
     // Units handed out up to 64 commands where the league is an eighth of the SMs (16 of 132) to one team an
     // SM, above 64 at any league; in both only where the capacity's units exceed 64 a team; forced either way.
+    // (Rows under 8 MiB: at the default league larger ones take the staged units, above.)
     for (const int teams : {8, 15, 16, 66, 132, 133, 0}) {
       o.expert.apply_teams = teams;
-      p = si::choose_launch_plan(shape(64, 1 << 26), d, o);
+      p = si::choose_launch_plan(shape(64, 1 << 22), d, o);  // 64 x 1024 units
       EXPECT_EQ(p.compact_handed_out, !host && teams >= 16 && teams <= 132) << teams << " teams";
       EXPECT_EQ(p.compact_teams, teams > 0 ? teams : host ? 2 : 10 * 132) << teams << " teams";
-      p = si::choose_launch_plan(shape(128, 1 << 23), d, o);  // 128 x 2048 units
+      p = si::choose_launch_plan(shape(128, 1 << 22), d, o);  // 128 x 1024 units
       EXPECT_EQ(p.compact_handed_out, !host) << teams << " teams, C = 128";
       EXPECT_EQ(p.compact_teams, teams > 0 ? teams : host ? 2 : 9 * 132) << "handed out: nine teams an SM";
+      EXPECT_FALSE(p.compact_staged);
     }
     o.expert.apply_teams = 16;
     EXPECT_FALSE(si::choose_launch_plan(shape(1, 1 << 20), d, o).compact_handed_out) << "256 units: 16 a team";
     o.expert.apply_teams = 0;
     EXPECT_FALSE(si::choose_launch_plan(shape(128, 1 << 20), d, o).compact_handed_out) << "32768 units: 25 a team";
     o.expert.compact_handout = 1;
-    p = si::choose_launch_plan(shape(64, 1 << 26), d, o);
+    p = si::choose_launch_plan(shape(64, 1 << 22), d, o);
     EXPECT_EQ(p.compact_handed_out, !host) << "forced";
     EXPECT_EQ(p.compact_teams, host ? 2 : 9 * 132);
     EXPECT_EQ(si::choose_launch_plan(shape(1, 1 << 16), d, o).compact_handed_out, !host) << "forced";
