@@ -49,7 +49,7 @@ void fill_pattern(const View& v, int salt) {
 /// STATEXFER_VALIDATE_AND_APPLY (0 two launches, 1 teams, 2 flat grid, 3 persistent),
 /// STATEXFER_APPLY_DESIGN (0 teams, 1 flat grid, 2 persistent, 3 compact),
 /// STATEXFER_APPLY_WORDS (0: the teams), STATEXFER_APPLY_TEAMS, STATEXFER_COMPACT_WORDS,
-/// STATEXFER_COMPACT_STAGED (1: staged units), STATEXFER_COMPACT_STAGED_UNITS, STATEXFER_APPLY_TEAM_SIZE,
+/// STATEXFER_COMPACT_STAGED (1: staged units), STATEXFER_APPLY_TEAM_SIZE,
 /// STATEXFER_APPLY_TILE_BYTES, STATEXFER_APPLY_BULK (0: no bulk copies), STATEXFER_VALIDATE_ROWS_PER_TEAM,
 /// STATEXFER_VALIDATE_PEERS_PER_LANE, STATEXFER_VALIDATE_CHUNK,
 /// STATEXFER_VALIDATE_GROUPS, STATEXFER_FUSED_BLOCK, STATEXFER_FUSED_ROUNDS.
@@ -84,7 +84,6 @@ inline statexfer::TransferOptions options_from_environment() {
   read("STATEXFER_APPLY_TEAMS", o.expert.apply_teams);
   read("STATEXFER_COMPACT_WORDS", o.expert.compact_words);
   read("STATEXFER_COMPACT_STAGED", o.expert.compact_staged);
-  read("STATEXFER_COMPACT_STAGED_UNITS", o.expert.compact_staged_units);
   read("STATEXFER_APPLY_TEAM_SIZE", o.expert.apply_team_size);
   read("STATEXFER_APPLY_TILE_BYTES", o.expert.apply_tile_bytes);
   int bulk = -1;

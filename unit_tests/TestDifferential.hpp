@@ -461,26 +461,23 @@ TEST(TEST_CATEGORY, differential_apply_designs) {
     ApplyDesign design;
     int words;
     std::int64_t tile;
-    int staged = 0, teams = 0, units = 0;  // options.expert.compact_staged, apply_teams, compact_staged_units
+    int staged = 0, teams = 0;  // options.expert.compact_staged, apply_teams
   };
   const std::vector<Design> designs = {
-      {ApplyDesign::teams, 0, 1040},          {ApplyDesign::flat_grid, 1, 4096},
-      {ApplyDesign::flat_grid, 2, 65536},     {ApplyDesign::flat_grid, 2, 272},
-      {ApplyDesign::flat_grid, 4, 16384},     {ApplyDesign::persistent, 0, 65536},
-      {ApplyDesign::persistent, 0, 272},      {ApplyDesign::persistent, 0, 20000},
-      {ApplyDesign::compact, 0, 65536},       {ApplyDesign::compact, 0, 272},
-      {ApplyDesign::compact, 0, 20000},       {ApplyDesign::compact, 0, 65536, 1},
-      {ApplyDesign::compact, 0, 20000, 1, 2}, {ApplyDesign::compact, 0, 65536, 1, 0, 1 << 20}};
-  for (const auto& [design, words, tile, staged, teams, units] : designs) {
+      {ApplyDesign::teams, 0, 1040},         {ApplyDesign::flat_grid, 1, 4096},   {ApplyDesign::flat_grid, 2, 65536},
+      {ApplyDesign::flat_grid, 2, 272},      {ApplyDesign::flat_grid, 4, 16384},  {ApplyDesign::persistent, 0, 65536},
+      {ApplyDesign::persistent, 0, 272},     {ApplyDesign::persistent, 0, 20000}, {ApplyDesign::compact, 0, 65536},
+      {ApplyDesign::compact, 0, 272},        {ApplyDesign::compact, 0, 20000},    {ApplyDesign::compact, 0, 65536, 1},
+      {ApplyDesign::compact, 0, 20000, 1, 2}};
+  for (const auto& [design, words, tile, staged, teams] : designs) {
     statexfer::TransferOptions options;
     options.apply = design;
     options.expert.apply_words = words;
     options.expert.apply_tile_bytes = tile;
     options.expert.compact_staged = staged;
     options.expert.apply_teams = teams;
-    options.expert.compact_staged_units = units;
     const std::string label = std::string(statexfer::to_string(design)) + "_w" + std::to_string(words) + "_t" +
-                              std::to_string(tile) + (staged ? "_staged" : "") + (units ? "_registers" : "") + "_";
+                              std::to_string(tile) + (staged ? "_staged" : "") + "_";
     const differential::LargeRowRun run = differential::large_row_batches(label, options);
     EXPECT_EQ(run.mismatches, 0) << label;
     EXPECT_GE(run.copies, 40);

@@ -129,8 +129,6 @@ TEST(TEST_CATEGORY, construction_options_ranges) {
       {"options.expert.compact_handout", [](auto& o) { o.expert.compact_handout = 2; }},
       {"options.expert.compact_handout", [](auto& o) { o.expert.compact_handout = -2; }},
       {"options.expert.compact_staged", [](auto& o) { o.expert.compact_staged = 2; }},
-      {"options.expert.compact_staged_units", [](auto& o) { o.expert.compact_staged_units = -1; }},
-      {"options.expert.compact_staged_units", [](auto& o) { o.expert.compact_staged_units = (1 << 20) + 1; }},
       {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 32; }},
       {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 100; }},
       {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 1024; }},

@@ -46,7 +46,6 @@ struct Design {
   int compact_words = 0;  // the compact grid's 16-byte words a thread on GPUs (0: the default)
   int handout = 0;        // options.expert.compact_handout
   int staged = 0;         // options.expert.compact_staged (GPUs with bulk copies; elsewhere the compact grid's own)
-  int staged_units = 0;   // options.expert.compact_staged_units
 };
 
 const std::vector<Design>& designs() {
@@ -62,8 +61,6 @@ const std::vector<Design>& designs() {
       // Staged units (16 KiB): three teams past 64 units each draw tickets; the default league too.
       {"compact_staged", ApplyDesign::compact, FusedDesign::two_launches, 3, false, 0, 0, 1},
       {"compact_staged_default_league", ApplyDesign::compact, FusedDesign::two_launches, 0, false, 0, 0, 1},
-      // Staged from 4 units a team: a batch of fewer than 12 moves in the staged launch's registers.
-      {"compact_staged_from_4_units", ApplyDesign::compact, FusedDesign::two_launches, 3, false, 0, 0, 1, 4},
       {"flat_grid", ApplyDesign::flat_grid, FusedDesign::two_launches, 0, true},
       {"teams", ApplyDesign::teams, FusedDesign::two_launches, 0, false},
       {"persistent", ApplyDesign::persistent, FusedDesign::two_launches, 0, false},
@@ -132,7 +129,6 @@ TEST(TEST_CATEGORY, partial_batches_match_the_oracle_at_every_capacity_and_desig
         options.expert.compact_words = d.compact_words;
         options.expert.compact_handout = d.handout;
         options.expert.compact_staged = d.staged;
-        options.expert.compact_staged_units = d.staged_units;
         if (d.small_tiles) options.expert.apply_tile_bytes = 1024;
         const bool one_call = d.fused != FusedDesign::two_launches;
         const std::string what = std::string(d.name) + "_C" + std::to_string(C) + "_live" + std::to_string(live);
@@ -177,7 +173,6 @@ TEST(TEST_CATEGORY, partial_batches_after_full_ones_leave_nothing_behind) {
       o.options.expert.compact_words = d.compact_words;
       o.options.expert.compact_handout = d.handout;
       o.options.expert.compact_staged = d.staged;
-      o.options.expert.compact_staged_units = d.staged_units;
       ft::Batch<TEST_EXECSPACE> b(o);
       b.one_call = d.fused != FusedDesign::two_launches;
       const std::string what = std::string(d.name) + " C" + std::to_string(C);

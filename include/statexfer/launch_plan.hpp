@@ -45,7 +45,6 @@ struct LaunchPlan {
   int compact_words = 0;            ///< 16-byte words a thread moves a unit (GPUs)
   bool compact_handed_out = false;  ///< its units handed out to the teams as they ask (GPUs), else strided
   bool compact_staged = false;      ///< its units through two bulk-copy staging buffers a team (GPUs, handed out)
-  int compact_staged_units = 0;     ///< staged: a batch's units a team from which it stages (fewer: registers)
   bool listed_plans = false;        ///< validate() lists the moving rows' plans too (one team, a thread a row)
   // The persistent grid (apply or validate_and_apply)
   std::int64_t persistent_teams = 0;  ///< its league

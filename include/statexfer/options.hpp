@@ -61,9 +61,6 @@ struct ExpertOptions {
   /// with a bulk copy while it stores this one; -1 or 0: in registers (full batches of large rows move faster
   /// staged, a few such rows slower: perf_tests/RESULTS.md). Ignored on other devices and with no_bulk_copies.
   int compact_staged = 0;
-  /// The staged units' launch: units a team (16 KiB units, 1 to 2^20) from which a batch moves staged; a
-  /// batch of fewer moves in registers (the device counts the batch's units at every launch); 0: the default.
-  int compact_staged_units = 0;
   /// apply()'s flat grid: 16-byte words a thread (1, 2 or 4); 0: 2.
   int apply_words = 0;
   /// apply()'s teams: threads a team (1 to 1024); 0: 128 on GPUs, 1 on hosts.

@@ -91,7 +91,6 @@ struct CompactApplyFunctor {
   std::int32_t capacity = 1;
   std::int32_t items_per_row = 1;
   std::int32_t units_per_item = 1;  // units covering the longest work item (1 on hosts: a unit is an item)
-  std::int32_t staged_units = 0;    // Staged: a batch's units a team from which it stages (fewer: registers)
 
   /// A unit with listed plans, and the row whose code vetoes its stores.
   struct ListedUnit {
@@ -252,11 +251,9 @@ struct CompactApplyFunctor {
       for (std::int32_t v = team.league_rank(); v < total; v += stride) host_move(unit(v, total, per_row, t));
     } else {
 #if defined(STATEXFER_IMPL_BULK_COPY_DEVICE)
-      if constexpr (Staged)
-        if (total >= std::int64_t(staged_units) * stride) return move_staged_units(team, total, per_row);
+      if constexpr (Staged) return move_staged_units(team, total, per_row);
 #endif
-      // (Staged on a device without bulk copies, or a batch of few units a team: the handed-out units in
-      // registers.)
+      // (Staged on a device without bulk copies: the handed-out units in registers.)
       const auto move = [&](const std::int32_t v) { move_unit(unit(v, total, per_row, t), t); };
       if (!HandedOut || total <= compact_strided_rounds * stride) {
         for (std::int32_t v = team.league_rank(); v < total; v += stride) move(v);

@@ -112,7 +112,6 @@ inline void check_options(const TransferOptions& options) {
     reject("options.expert.compact_handout must be 0 (the default), 1 or -1, got " + std::to_string(o.compact_handout));
   if (o.compact_staged < -1 || o.compact_staged > 1)
     reject("options.expert.compact_staged must be 0 (the default), 1 or -1, got " + std::to_string(o.compact_staged));
-  range("compact_staged_units", o.compact_staged_units, 1, 1 << 20);
   if (o.apply_words != 0 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
     reject("options.expert.apply_words must be 0 (the default), 1, 2 or 4, got " + std::to_string(o.apply_words));
   range("apply_team_size", o.apply_team_size, 1, 1024);
@@ -192,7 +191,6 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // of rows of 8 MiB and more moved 1-11% faster so, one to four such rows 1-2 µs slower
   // (perf_tests/RESULTS.md), and a step is mostly a few rows.
   p.compact_staged = p.bulk_copies && o.compact_staged == 1;
-  p.compact_staged_units = p.compact_staged ? (o.compact_staged_units > 0 ? o.compact_staged_units : 0) : 0;
   p.compact_words = p.compact_staged      ? compact_staged_words
                     : o.compact_words > 0 ? o.compact_words
                                           : default_compact_words(s.longest_item);

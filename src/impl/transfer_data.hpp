@@ -168,7 +168,6 @@ struct TransferData {
     f.capacity = static_cast<std::int32_t>(shape.capacity);
     f.items_per_row = shape.work_items;
     f.units_per_item = std::max(1, launches.compact_units);
-    f.staged_units = launches.compact_staged_units;
     return f;
   }
 
