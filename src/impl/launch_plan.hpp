@@ -188,7 +188,7 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // (default_compact_words), about a wave of teams; hosts: a work item a unit,
   // a team of one a thread. Its unit indices are 32-bit: past that, the teams.
   // Staged units (compact_apply_kernel.hpp) where asked for and the device has bulk copies: full batches
-  // of rows of 8 MiB and more moved 1-11% faster so, one to four such rows 1-2 µs slower
+  // of rows of 8 MiB and more moved 1-11% faster so, one to four such rows 1-3 µs slower
   // (perf_tests/RESULTS.md), and a step is mostly a few rows.
   p.compact_staged = p.bulk_copies && o.compact_staged == 1;
   p.compact_words = p.compact_staged      ? compact_staged_words

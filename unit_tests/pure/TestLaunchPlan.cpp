@@ -273,13 +273,12 @@ TEST(pure, launch_plan_every_design_from_options) {
     o.expert.compact_words = 0;
     // Units handed out up to 64 commands where the league is an eighth of the SMs (16 of 132) to one team an
     // SM, above 64 at any league; in both only where the capacity's units exceed 64 a team; forced either way.
-    // (Rows under 8 MiB: at the default league larger ones take the staged units, above.)
     for (const int teams : {8, 15, 16, 66, 132, 133, 0}) {
       o.expert.apply_teams = teams;
-      p = si::choose_launch_plan(shape(64, 1 << 22), d, o);  // 64 x 1024 units
+      p = si::choose_launch_plan(shape(64, 1 << 26), d, o);
       EXPECT_EQ(p.compact_handed_out, !host && teams >= 16 && teams <= 132) << teams << " teams";
       EXPECT_EQ(p.compact_teams, teams > 0 ? teams : host ? 2 : 10 * 132) << teams << " teams";
-      p = si::choose_launch_plan(shape(128, 1 << 22), d, o);  // 128 x 1024 units
+      p = si::choose_launch_plan(shape(128, 1 << 23), d, o);  // 128 x 2048 units
       EXPECT_EQ(p.compact_handed_out, !host) << teams << " teams, C = 128";
       EXPECT_EQ(p.compact_teams, teams > 0 ? teams : host ? 2 : 9 * 132) << "handed out: nine teams an SM";
       EXPECT_FALSE(p.compact_staged);
@@ -289,7 +288,7 @@ TEST(pure, launch_plan_every_design_from_options) {
     o.expert.apply_teams = 0;
     EXPECT_FALSE(si::choose_launch_plan(shape(128, 1 << 20), d, o).compact_handed_out) << "32768 units: 25 a team";
     o.expert.compact_handout = 1;
-    p = si::choose_launch_plan(shape(64, 1 << 22), d, o);
+    p = si::choose_launch_plan(shape(64, 1 << 26), d, o);
     EXPECT_EQ(p.compact_handed_out, !host) << "forced";
     EXPECT_EQ(p.compact_teams, host ? 2 : 9 * 132);
     EXPECT_EQ(si::choose_launch_plan(shape(1, 1 << 16), d, o).compact_handed_out, !host) << "forced";
