@@ -344,16 +344,7 @@ TEST(TEST_CATEGORY, host_tier_launches_without_allocation) {
     rig.upload_all(k);
     const Exec& exec = rig.transfer->execution_space_instance();
     exec.fence();
-    int validate_launches = 0;
-    ToolCounts::count([&] {
-      rig.transfer->validate(exec);
-      validate_launches = ToolCounts::parallel_for;
-      rig.transfer->apply(exec);
-    });
-    exec.fence();
-    EXPECT_EQ(validate_launches, ft::default_validate_launches(C, k.count, device));
-    EXPECT_EQ(ToolCounts::parallel_for, validate_launches + 1);
-    ToolCounts::expect_capturable();
+    ft::expect_default_launches(*rig.transfer, exec, C, k.count, device);
     ToolCounts::count([&] { rig.transfer->validate_and_apply(exec); });
     exec.fence();
     ToolCounts::expect_capturable();

@@ -73,6 +73,24 @@ struct ToolCounts {
   }
 };
 
+/// validate() then apply() of `transfer` on `exec`, counted: validate()'s default
+/// launches at capacity c with `count` in num_ops, apply()'s one, and nothing
+/// that stops a stream capture.
+template <class Transfer, class Exec>
+void expect_default_launches(const Transfer& transfer, const Exec& exec, std::int64_t c, std::int64_t count,
+                             bool device) {
+  int validate_launches = 0;
+  ToolCounts::count([&] {
+    transfer.validate(exec);
+    validate_launches = ToolCounts::parallel_for;
+    transfer.apply(exec);
+  });
+  exec.fence();
+  EXPECT_EQ(validate_launches, default_validate_launches(c, count, device));
+  EXPECT_EQ(ToolCounts::parallel_for, validate_launches + 1);
+  ToolCounts::expect_capturable();
+}
+
 }  // namespace statexfer::test
 
 #endif
