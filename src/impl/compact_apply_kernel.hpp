@@ -296,8 +296,9 @@ struct CompactApplyFunctor {
         move_unit(u, t);
       }
     }
-    // Every store written and ordered before the row claims' release (a fence and an atomic).
-    if (t == 0) ring.finish(true);
+    // With row claims, every store written and ordered before their release (a fence and an atomic);
+    // without, the buffers read is enough: the launch's end waits for the writes.
+    if (t == 0) ring.finish(claims.extent(0) > 0);
   }
 #endif
 
