@@ -50,8 +50,8 @@ void fill_pattern(const View& v, int salt) {
 /// STATEXFER_APPLY_DESIGN (0 teams, 1 flat grid, 2 persistent, 3 compact),
 /// STATEXFER_APPLY_WORDS (0: the teams), STATEXFER_APPLY_TEAMS, STATEXFER_COMPACT_WORDS,
 /// STATEXFER_COMPACT_STAGED (1: staged units), STATEXFER_APPLY_TEAM_SIZE,
-/// STATEXFER_APPLY_TILE_BYTES, STATEXFER_APPLY_BULK (0: no bulk copies), STATEXFER_VALIDATE_ROWS_PER_TEAM,
-/// STATEXFER_VALIDATE_PEERS_PER_LANE, STATEXFER_VALIDATE_CHUNK,
+/// STATEXFER_APPLY_TILE_BYTES, STATEXFER_APPLY_BULK (0: no bulk copies), STATEXFER_VALIDATE_PAIRS_CAPACITY,
+/// STATEXFER_VALIDATE_ROWS_PER_TEAM, STATEXFER_VALIDATE_PEERS_PER_LANE, STATEXFER_VALIDATE_CHUNK,
 /// STATEXFER_VALIDATE_GROUPS, STATEXFER_FUSED_BLOCK, STATEXFER_FUSED_ROUNDS.
 /// The transfer's constructor checks the values' ranges.
 inline statexfer::TransferOptions options_from_environment() {
@@ -89,6 +89,7 @@ inline statexfer::TransferOptions options_from_environment() {
   int bulk = -1;
   read("STATEXFER_APPLY_BULK", bulk);
   o.expert.no_bulk_copies = bulk == 0;
+  read("STATEXFER_VALIDATE_PAIRS_CAPACITY", o.expert.validate_pairs_capacity);
   read("STATEXFER_VALIDATE_ROWS_PER_TEAM", o.expert.validate_rows_per_team);
   read("STATEXFER_VALIDATE_PEERS_PER_LANE", o.expert.validate_peers_per_lane);
   read("STATEXFER_VALIDATE_CHUNK", o.expert.validate_chunk);

@@ -562,6 +562,45 @@ TEST(TEST_CATEGORY, large_batch_validate_designs_match_reference) {
     }
 }
 
+// The sorted validation's chunks and look-up teams on every backend, whatever
+// each backend's default: GPUs' (1024 keys, four teams a chunk), hosts' (whole
+// arrays, one team), many small chunks and an odd team count give the
+// reference's codes and bytes for every scenario; the launch has arrays x
+// chunks x groups teams.
+TEST(TEST_CATEGORY, large_batch_sorted_chunks_and_groups_match_reference) {
+  using namespace large_batch;
+  const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
+  struct Split {
+    int chunk, groups;
+  };
+  for (const Split split : {Split{0, 0}, Split{1024, 4}, Split{4096, 1}, Split{64, 3}})
+    for (const std::int64_t C : {512, 2048}) {
+      SCOPED_TRACE("capacity " + std::to_string(C) + ", chunk " + std::to_string(split.chunk) + ", groups " +
+                   std::to_string(split.groups));
+      Rng rng(0x5c4a2000ULL + static_cast<std::uint64_t>(C) * 11 + static_cast<std::uint64_t>(split.chunk));
+      Shape shape{};
+      Case c = make_config(rng, C, /*trailing=*/true, 1, &shape);
+      statexfer::TransferOptions options;
+      options.expert.validate_chunk = split.chunk;
+      options.expert.validate_groups = split.groups;
+      Bound bound(c, options);
+      const statexfer::LaunchPlan plan = bound.transfer->launch_plan();
+      ASSERT_TRUE(plan.sorted_validation);
+      const std::int64_t chunk = std::min<std::int64_t>(C, split.chunk > 0 ? split.chunk : device ? 1024 : 4096);
+      const int groups = split.groups > 0 ? split.groups : device ? 4 : 1;
+      EXPECT_EQ(plan.sort_teams, 5 * (C / chunk) * groups) << "five key arrays with trailing pages";
+      for (Scenario scenario : all_scenarios) {
+        fill_batch(rng, shape, c, scenario);  // invalid counts too
+        const ft::CaseOutputs expected = statexfer::test::reference_run(c);
+        const ft::Comparison cmp = ft::compare_outputs(bound.run(c), expected);
+        EXPECT_TRUE(cmp.identical()) << name(scenario) << ": " << ft::describe(cmp);
+        if (!cmp.identical()) break;
+        c.arrays["backing"] = *expected.backing;
+        for (const auto& [n, cache] : expected.caches) c.arrays["cache_" + n] = cache;
+      }
+    }
+}
+
 // The sorted validation's first launch decides a batch of up to its pair
 // compares' capacity of live rows alone (SortedFirstFunctor), and leaves more to
 // the sort: live counts of 0, 1, an odd few, that capacity and one more, and

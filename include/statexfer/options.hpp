@@ -77,9 +77,9 @@ struct ExpertOptions {
   int validate_rows_per_team = 0;
   /// The most peers a vector lane of validate() scans (1 to 64); 0: 4 with several teams, 8 in one.
   int validate_peers_per_lane = 0;
-  /// The sorted validation: keys per sort chunk (a power of two, 64 to 4096); 0: 1024.
+  /// The sorted validation: keys per sort chunk (a power of two, 64 to 4096); 0: 1024 on GPUs, 4096 on hosts.
   int validate_chunk = 0;
-  /// The sorted validation: look-up teams per chunk (1 to 64); 0: 4.
+  /// The sorted validation: look-up teams per chunk (1 to 64); 0: 4 on GPUs, 1 on hosts.
   int validate_groups = 0;
   /// validate_and_apply()'s flat grid: threads a block on GPUs (32 to 512); 0: 128.
   int fused_block = 0;

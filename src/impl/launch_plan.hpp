@@ -87,8 +87,15 @@ inline bool sorts_validation(std::int64_t c, const ExpertOptions& o, bool host) 
 
 /// Defaults of TransferOptions that the constructor needs before prepare().
 inline constexpr std::int64_t default_tile_bytes = 64 * 1024;
-inline constexpr int default_sort_chunk = 1024;
-inline constexpr int default_sort_groups = 4;
+/// The sorted validation's keys per sort chunk and look-up teams per chunk (validate_sorted_kernel.hpp).
+/// GPUs: chunks of 1024 spread C = 4096 over 5 x 4 chunks (times the look-up teams of each) and keep each row's
+/// searches to at most 4 chunks; four teams a chunk, each sorting it and answering a quarter of the rows, were
+/// faster at every sorted capacity on the H200 than one answering all of them, eight at C = 4096 slower (two
+/// waves). Hosts: a team is one thread, so chunks only multiply a row's searches and more teams a chunk its
+/// sorts: whole arrays (up to 4096 keys) and one team each were 1.35-1.6x faster from C = 1024 on OpenMP
+/// (perf_tests/RESULTS.md).
+inline std::int64_t default_sort_chunk(bool host) { return host ? 4096 : 1024; }
+inline int default_sort_groups(bool host) { return host ? 1 : 4; }
 
 /// The constructor's check of the options (docs/CONTRACT.md §3): the designs
 /// are enumerators, every expert parameter 0 (the default) or in its range.

@@ -297,12 +297,12 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   if (!d.claims.empty())
     d.claimed =
         Kokkos::View<std::int64_t*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::claimed"), 2 * cu);
-  if (impl::sorts_validation(c, config.options.expert, std::is_same_v<memory_space, Kokkos::HostSpace>)) {
+  constexpr bool host = std::is_same_v<memory_space, Kokkos::HostSpace>;
+  if (impl::sorts_validation(c, config.options.expert, host)) {
     const auto& o = config.options.expert;
-    d.sorted.allocate(
-        d.shape, static_cast<int>(impl::pairs_capacity(o, std::is_same_v<memory_space, Kokkos::HostSpace>)),
-        o.validate_chunk > 0 ? o.validate_chunk : impl::SortedValidation<ExecutionSpace>::default_chunk,
-        o.validate_groups > 0 ? o.validate_groups : impl::SortedValidation<ExecutionSpace>::default_groups);
+    d.sorted.allocate(d.shape, static_cast<int>(impl::pairs_capacity(o, host)),
+                      o.validate_chunk > 0 ? o.validate_chunk : impl::default_sort_chunk(host),
+                      o.validate_groups > 0 ? o.validate_groups : impl::default_sort_groups(host));
   }
   Kokkos::deep_copy(d.items,
                     Kokkos::View<const impl::WorkItem*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(

@@ -36,7 +36,9 @@
 //     row's queries into that array are binary searches in the chunk: how many
 //     keys equal the row's destination, source, partial page or trailing
 //     entries, counted no further than the answer needs, so that the chunks'
-//     counts add up to the answer. They are bytes of the row's lookups. The
+//     counts add up to the answer. They are bytes of the row's lookups. (Hosts:
+//     a team of one thread sorts with std::sort, whole arrays up to 4096 keys,
+//     one team each: launch_plan.hpp's default_sort_chunk.) The
 //     last team of a slice's teams (every array and chunk) to finish then
 //     decides the slice's rows, a thread a row: the row's own checks, its
 //     conflicts from its lookups summed over chunks (more keys than its own:
@@ -268,8 +270,8 @@ struct SortedLookupFunctor {
       sorted = static_cast<std::uint64_t*>(team.team_scratch(0).get_shmem(work.chunk * sizeof(std::uint64_t)));
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int i) { sorted[i] = keys[i]; });
       team.team_barrier();
-      team_sort_keys<typename ExecutionSpace::scratch_memory_space>(team, sorted, n);
-    } else {
+      if (!host_sort(team, sorted, n)) team_sort_keys<typename ExecutionSpace::scratch_memory_space>(team, sorted, n);
+    } else if (!host_sort(team, sorted, n)) {
       team_sort_keys<memory_space>(team, sorted, n);
     }
     // Each of the chunk's teams sorts it (cheap next to the look-ups) and answers a slice of the rows.
@@ -323,6 +325,21 @@ struct SortedLookupFunctor {
     Kokkos::single(Kokkos::PerTeam(team), [&] { work.done(group) = 0; });
     if (!last_team_of(team, &base.moves(teams_done), work.groups)) return;
     build_move_list(team, base.plan, base.errors, base.moves, live, c);
+  }
+
+  /// A host's team of one thread sorts with std::sort: the team sorts' networks, O(n log^2 n) compare-exchanges
+  /// run by one thread, cost it several times more. Whether it did.
+  KOKKOS_INLINE_FUNCTION static bool host_sort([[maybe_unused]] const member_type& team,
+                                               [[maybe_unused]] std::uint64_t* keys, [[maybe_unused]] int n) {
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+    if constexpr (std::is_same_v<memory_space, Kokkos::HostSpace>) {
+      if (team.team_size() == 1) {
+        std::sort(keys, keys + n);
+        return true;
+      }
+    }
+#endif
+    return false;
   }
 
   /// Live row r; `chunks`: the chunks that hold live keys (the look-ups answered in those only).
@@ -381,16 +398,6 @@ struct SortedValidation {
   using lookup_functor = SortedLookupFunctor<ExecutionSpace>;
 
   SortedWork<memory_space> work;
-
-  /// Keys per chunk: 1024 spreads C = 4096 over 5 x 4 chunks (times the look-up
-  /// teams of each) and keeps each row's searches to at most 4 chunks.
-  static constexpr std::int64_t default_chunk = 1024;
-  /// Look-up teams per chunk: four, each sorting the chunk and answering a
-  /// quarter of the rows, were faster at every sorted capacity on the H200 than
-  /// one team answering all of them; eight at C = 4096 (a slice a thread a row
-  /// for its last team) were slower: 160 teams of 512 threads are two waves
-  /// (perf_tests/RESULTS.md).
-  static constexpr int default_groups = 4;
 
   /// `pairs_live`: live rows up to which launch 1 compares every pair (below
   /// the capacity); `chunk_limit`: keys per chunk at most (a power of two);
