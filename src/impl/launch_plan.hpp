@@ -92,7 +92,7 @@ inline constexpr std::int64_t default_tile_bytes = 64 * 1024;
 /// searches to at most 4 chunks; four teams a chunk, each sorting it and answering a quarter of the rows, were
 /// faster at every sorted capacity on the H200 than one answering all of them, eight at C = 4096 slower (two
 /// waves). Hosts: a team is one thread, so chunks only multiply a row's searches and more teams a chunk its
-/// sorts: whole arrays (up to 4096 keys) and one team each were 1.35-1.6x faster from C = 1024 on OpenMP
+/// sorts: whole arrays (up to 4096 keys) and one team each were faster from C = 1024 on OpenMP
 /// (perf_tests/RESULTS.md).
 inline std::int64_t default_sort_chunk(bool host) { return host ? 4096 : 1024; }
 inline int default_sort_groups(bool host) { return host ? 1 : 4; }

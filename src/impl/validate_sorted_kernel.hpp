@@ -118,9 +118,9 @@ KOKKOS_INLINE_FUNCTION std::uint64_t sorted_key(const RowRecord& q, int a) {
 KOKKOS_INLINE_FUNCTION int lower_bound(const std::uint64_t* KOKKOS_RESTRICT a, int n, std::uint64_t key) {
   int first = 0;
 #if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
-  // CPUs, from 1024 keys: without a branch on the keys (conditional moves), which a CPU mispredicts there
-  // (C = 4096 1.9x faster on OpenMP); below, neighbouring rows' searches take paths it predicts, and the
-  // branches were faster (perf_tests/RESULTS.md).
+  // CPUs, from 1024 keys: without a branch on the keys (conditional moves), which a CPU mispredicts there;
+  // below, neighbouring rows' searches take paths it predicts, and the branches were faster
+  // (perf_tests/RESULTS.md).
   if (n >= 1024) {
     while (n > 1) {
       const int half = n >> 1;
