@@ -119,35 +119,34 @@ struct SetGraphs {
 /// Two steps in flight (the header says how), `replays` steps after two to warm up; a step's time.
 double time_in_flight(const SetGraphs (&sets)[2], const Exec& compute, const Exec& transfer, bool prefill,
                       ncclComm_t comm, int replays) {
-  cudaEvent_t worked[2], moved[2];
-  for (int s = 0; s < 2; ++s) {
-    check(cudaEventCreateWithFlags(&worked[s], cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    check(cudaEventCreateWithFlags(&moved[s], cudaEventDisableTiming), "cudaEventCreateWithFlags");
-  }
-  const auto after = [](const Exec& exec, cudaEvent_t event) {
-    check(cudaStreamWaitEvent(exec.cuda_stream(), event, 0), "cudaStreamWaitEvent");
+  // A step's two stages in its order: prefill, the export (compute stream) then the send (transfer stream);
+  // decode, the receive then the import. Each stage's end is an event a set.
+  struct Stage {
+    const Exec& exec;
+    cudaGraphExec_t graph[2];  // a set's
+    cudaEvent_t done[2];
   };
-  const auto record = [](cudaEvent_t event, const Exec& exec) {
-    check(cudaEventRecord(event, exec.cuda_stream()), "cudaEventRecord");
+  Stage work{compute, {sets[0].work, sets[1].work}, {}}, wire{transfer, {sets[0].wire, sets[1].wire}, {}};
+  for (Stage* stage : {&work, &wire})
+    for (cudaEvent_t& e : stage->done)
+      check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  Stage& first = prefill ? work : wire;
+  Stage& second = prefill ? wire : work;
+  const auto after = [](const Stage& stage, cudaEvent_t event) {
+    check(cudaStreamWaitEvent(stage.exec.cuda_stream(), event, 0), "cudaStreamWaitEvent");
   };
-  // Step n of a run; the first two of a run find their wire buffers free.
+  const auto run = [](Stage& stage, int s) {
+    launch(stage.graph[s], stage.exec);
+    check(cudaEventRecord(stage.done[s], stage.exec.cuda_stream()), "cudaEventRecord");
+  };
+  // Step n of a run: its first stage after the second stage of step n - 2 (the same wire buffer), its second
+  // after its first; the first two of a run find their wire buffers free.
   const auto step = [&](int n) {
     const int s = n & 1;
-    if (prefill) {
-      if (n >= 2) after(compute, moved[s]);
-      launch(sets[s].work, compute);
-      record(worked[s], compute);
-      after(transfer, worked[s]);
-      launch(sets[s].wire, transfer);
-      record(moved[s], transfer);
-    } else {
-      if (n >= 2) after(transfer, worked[s]);
-      launch(sets[s].wire, transfer);
-      record(moved[s], transfer);
-      after(compute, moved[s]);
-      launch(sets[s].work, compute);
-      record(worked[s], compute);
-    }
+    if (n >= 2) after(first, second.done[s]);
+    run(first, s);
+    after(second, first.done[s]);
+    run(second, s);
   };
   using clock = std::chrono::steady_clock;
   step(0);
@@ -160,10 +159,8 @@ double time_in_flight(const SetGraphs (&sets)[2], const Exec& compute, const Exe
   compute.fence();
   transfer.fence();
   const double s = std::chrono::duration<double>(clock::now() - t0).count() / replays;
-  for (int e = 0; e < 2; ++e) {
-    cudaEventDestroy(worked[e]);
-    cudaEventDestroy(moved[e]);
-  }
+  for (Stage* stage : {&work, &wire})
+    for (cudaEvent_t e : stage->done) cudaEventDestroy(e);
   return s;
 }
 
