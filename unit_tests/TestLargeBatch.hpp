@@ -645,9 +645,9 @@ TEST(TEST_CATEGORY, large_batch_sorted_validation_pairs_up_to_their_capacity) {
 // validate_and_apply() neither allocates nor fences either: one launch on GPUs up
 // to 64 commands (on Kokkos 4 the flat grid up to 8, the teams above), the teams
 // up to 256 while a wave holds them, else validate()'s launches and apply()'s.
-// options.validate_and_apply picks the design: two launches, the teams (two
-// launches on hosts, whose teams are of one thread), the flat grid (on hosts
-// too, up to 64 commands); never one launch where validate() sorts.
+// options.validate_and_apply picks the design: two launches, the teams (also
+// where validate() sorts; two launches on hosts, whose teams are of one thread),
+// the flat grid (on hosts too, up to 64 commands).
 TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) {
   using namespace large_batch;
   using statexfer::FusedDesign;
@@ -670,11 +670,11 @@ TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) 
       const bool flat =
           C <= 64 && (design == FusedDesign::flat_grid || (device && automatic && C <= 8 && KOKKOS_VERSION >= 40000));
       const statexfer::LaunchPlan p = bound.transfer->launch_plan();
-      // Up to 256 commands the teams' one launch: asked for, or by default while a wave holds them (128
+      // The teams' one launch: asked for, or by default up to 256 commands while a wave holds them (128
       // threads a team, above 128 commands 64 where a wave holds no more).
       const std::int64_t concurrency = bound.transfer->execution_space_instance().concurrency();
       const bool wave = p.work_items * 128 <= concurrency || (C > 128 && p.work_items * 64 <= concurrency);
-      const bool teams = device && !p.sorted_validation && (design == FusedDesign::teams || (automatic && wave));
+      const bool teams = device && (design == FusedDesign::teams || (automatic && wave && !p.sorted_validation));
       const bool one = flat || teams;
       EXPECT_EQ(ToolCounts::parallel_for, one ? 1 : p.sorted_validation ? 3 : 2);
       EXPECT_EQ(p.validate_and_apply, !one   ? FusedDesign::two_launches

@@ -192,15 +192,15 @@ TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
     EXPECT_EQ(t.launch_plan().validate_and_apply, FusedDesign::two_launches);
     EXPECT_EQ(t.launch_summary().find("validate_and_apply"), std::string::npos) << t.launch_summary();
   }
-  // Above 64 commands: the teams on GPUs up to the pair compares' capacity (128 on hosts, 256 on GPUs),
-  // never where validate() sorts; the flat grid never.
+  // Above 64 commands: the teams on GPUs, where validate() sorts too (hosts: two launches); the flat grid
+  // never.
   for (const std::int64_t c : {128, 512}) {
     CtorArgs large(c);
     large.config.options.validate_and_apply = FusedDesign::teams;
     auto t = large.make();
     t.prepare(Exec());
     EXPECT_EQ(t.launch_plan().sorted_validation, c == 512) << c;
-    EXPECT_EQ(t.launch_plan().validate_and_apply, !host && c == 128 ? FusedDesign::teams : FusedDesign::two_launches)
+    EXPECT_EQ(t.launch_plan().validate_and_apply, host ? FusedDesign::two_launches : FusedDesign::teams)
         << c << ": " << t.launch_summary();
     large.config.options.validate_and_apply = FusedDesign::flat_grid;
     auto f = large.make();

@@ -201,6 +201,44 @@ TEST(TEST_CATEGORY, partial_batches_after_full_ones_leave_nothing_behind) {
   }
 }
 
+// validate_and_apply() in one launch and validate() then apply() take turns on
+// one transfer. On GPUs one launch of the teams (asked for where validate()
+// sorts) decides every row, writing every row's plan, and validate()'s sorted path
+// clears only the plans below its mark of the last batch's live rows: one
+// launch of a full batch must leave that mark at its own count, or the next
+// validate() leaves its plans behind for apply()'s designs that read every
+// row's plan (the flat grid, the teams) to move again.
+TEST(TEST_CATEGORY, partial_batches_alternate_one_launch_and_two) {
+  using namespace partial;
+  for (const std::int64_t C : {64, 512, 1024}) {
+    for (const ApplyDesign apply : {ApplyDesign::automatic, ApplyDesign::flat_grid, ApplyDesign::teams}) {
+      ft::BatchOptions o;
+      o.capacity = C;
+      o.rows = 2 * C + 2;
+      o.cache_pages = 4 * C;
+      o.options.apply = apply;
+      o.options.validate_and_apply = FusedDesign::teams;
+      ft::Batch<TEST_EXECSPACE> b(o);
+      const std::string what = "C" + std::to_string(C) + " " + statexfer::to_string(apply);
+      std::vector<ft::Command> full;
+      for (std::int64_t s = 0; s < C; ++s) full.push_back(ft::snapshot_cmd(s, 1 + s, C + 1 + s, 6));
+      std::vector<ft::Command> two = full;
+      two[0] = ft::restore_cmd(0, C + 1, 1, 6);
+      two[1] = ft::reset_cmd(1, 2);
+      for (const bool full_in_one_call : {true, false}) {
+        const std::string turn = what + (full_in_one_call ? ", full in one call" : ", full in two");
+        b.one_call = full_in_one_call;
+        EXPECT_EQ(b.run(full), b.codes({})) << turn;
+        EXPECT_TRUE(b.memory_is(b.expect(full))) << turn << ", full batch";
+        // run() uploads the state before the full batch again: a stale plan's copy would show.
+        b.one_call = !full_in_one_call;
+        EXPECT_EQ(b.run(two, 2), b.codes({})) << turn;
+        EXPECT_TRUE(b.memory_is(b.expect({two[0], two[1]}))) << turn << ", two live commands after it";
+      }
+    }
+  }
+}
+
 // apply() follows the plan of the last validation enqueued before it, also when
 // that was validate_and_apply() in one launch (which leaves no compact list):
 // after one, apply() moves that batch's rows again, here from live rows that

@@ -1,9 +1,9 @@
 #ifndef STATEXFER_IMPL_FUSED_KERNEL_HPP
 #define STATEXFER_IMPL_FUSED_KERNEL_HPP
 
-// validate_and_apply() on GPUs, capacities up to the pair compares' (256 by
-// default; launch_plan.hpp): validate() and apply() in
-// one launch over apply's league (command row x work item). Each team decides
+// validate_and_apply() on GPUs while a wave holds apply's league (command row
+// x work item; launch_plan.hpp), whether validate() sorts or not: validate()
+// and apply() in one launch over that league. Each team decides
 // its own row: every thread loads the team's row (ValidateFunctor::load_row),
 // each thread checks its share of the live rows against it (pair_conflicts)
 // and ORs what it found into one word of team scratch, and after a barrier
@@ -35,6 +35,9 @@ struct FusedFunctor {
 
   validate_type validate;
   ApplyFunctor<ExecutionSpace> apply;
+  /// Where validate() sorts: its mark of the rows that can hold a plan (SortedWork::planned), else empty.
+  /// This launch writes every row's plan, so the mark becomes its live count.
+  Kokkos::View<std::int32_t, typename ExecutionSpace::memory_space> planned;
 
   /// Team scratch: apply's bulk-copy ring (first, for its alignment) and the
   /// word of the team row's conflict bits (with room for its alignment).
@@ -78,6 +81,7 @@ struct FusedFunctor {
     std::int32_t code;
     RowPlan p;
     validate.finish(q, k, bits, lim, code, p);
+    if (w == 0 && team.team_rank() == 0 && planned.data() != nullptr) planned() = static_cast<std::int32_t>(live);
     if (item_index == 0 && team.team_rank() == 0) {
       validate.errors(r) = code;
       validate.plan(r) = p;

@@ -121,7 +121,7 @@ struct TransferData {
 
   template <int Features = feature_every>
   FusedFunctor<ExecutionSpace, Features> fused_functor() const {
-    return FusedFunctor<ExecutionSpace, Features>{validate_functor<Features>(), apply_functor()};
+    return FusedFunctor<ExecutionSpace, Features>{validate_functor<Features>(), apply_functor(), sorted.work.planned};
   }
 
   template <int Features>

@@ -169,8 +169,22 @@ TEST(pure, launch_plan_gpu_defaults) {
   EXPECT_EQ(si::choose_launch_plan(shape(128, 17 * 64 * 1024), d, o).validate_and_apply, FusedDesign::two_launches)
       << "teams of 64 above 128 commands only";
   EXPECT_EQ(si::choose_launch_plan(shape(512, 16 * 1024), d, o).validate_and_apply, FusedDesign::two_launches)
-      << "where validate() sorts, two launches";
+      << "where validate() sorts, two launches unless the teams are asked for";
   EXPECT_TRUE(si::choose_launch_plan(shape(512, 1 << 20), d, o).sorted_validation);
+  // Asked for where validate() sorts: the teams, of 64 threads where a wave holds those and not 128, kept
+  // past a wave.
+  TransferOptions teams;
+  teams.validate_and_apply = FusedDesign::teams;
+  p = si::choose_launch_plan(shape(512, 16 * 1024), d, teams);
+  EXPECT_TRUE(p.sorted_validation);
+  EXPECT_EQ(p.validate_and_apply, FusedDesign::teams);
+  EXPECT_EQ(p.fused_team_size, 128);
+  p = si::choose_launch_plan(shape(4096, 16 * 1024), d, teams);
+  EXPECT_EQ(p.validate_and_apply, FusedDesign::teams) << "4096 work items: a wave of teams of 64 threads (4224)";
+  EXPECT_EQ(p.fused_team_size, 64);
+  p = si::choose_launch_plan(shape(1024, 5 * 64 * 1024), d, teams);
+  EXPECT_EQ(p.validate_and_apply, FusedDesign::teams) << "5120 work items: past a wave, asked for";
+  EXPECT_EQ(p.fused_team_size, 128);
   // A flat grid of one round a block between one and two waves of resident blocks: two rounds.
   const std::int64_t resident = d.concurrency / 2 / 128;  // 1056
   const std::int64_t chunk = 128 * 4 * 16;
@@ -227,15 +241,17 @@ TEST(pure, launch_plan_every_design_from_options) {
     EXPECT_EQ(p.validate_and_apply, host ? FusedDesign::two_launches : FusedDesign::teams);
     o.validate_and_apply = FusedDesign::two_launches;
     EXPECT_EQ(si::choose_launch_plan(shape(4, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
-    // Above 64 commands only the teams, on GPUs, up to the pair compares' capacity (256, or the option's).
+    // Above 64 commands only the teams, on GPUs (where validate() sorts too); hosts two launches.
     o.validate_and_apply = FusedDesign::flat_grid;
     EXPECT_EQ(si::choose_launch_plan(shape(128, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
     o.validate_and_apply = FusedDesign::teams;
+    for (const std::int64_t c : {128, 512, 4096})
+      EXPECT_EQ(si::choose_launch_plan(shape(c, 1024), d, o).validate_and_apply,
+                host ? FusedDesign::two_launches : FusedDesign::teams)
+          << c;
+    o.expert.validate_pairs_capacity = 64;
     EXPECT_EQ(si::choose_launch_plan(shape(128, 1024), d, o).validate_and_apply,
               host ? FusedDesign::two_launches : FusedDesign::teams);
-    EXPECT_EQ(si::choose_launch_plan(shape(512, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
-    o.expert.validate_pairs_capacity = 64;
-    EXPECT_EQ(si::choose_launch_plan(shape(128, 1024), d, o).validate_and_apply, FusedDesign::two_launches);
     o.expert.validate_pairs_capacity = 0;
     // apply(): every word count of the flat grid, the teams, the persistent grid.
     o.apply = statexfer::ApplyDesign::flat_grid;
