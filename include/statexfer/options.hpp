@@ -18,8 +18,8 @@ enum class FusedDesign : std::uint8_t {
   automatic,     ///< the rule of §10: two launches on hosts; on GPUs one launch where its grid is small (the
                  ///< persistent grid with remapping commits, the flat grid, the teams), else two
   two_launches,  ///< validate() then apply()
-  teams,         ///< one launch of apply()'s teams, each deciding its row (up to 64 commands; on GPUs up to
-                 ///< `validate_pairs_capacity`, 256 by default)
+  teams,         ///< one launch of apply()'s teams, each deciding its row (up to 64 commands; on GPUs at any
+                 ///< capacity, where validate() sorts too)
   flat_grid,     ///< one launch of the flat grid, each block deciding its row (up to 64 commands)
   persistent,    ///< one launch of about a wave of teams, each deciding every row, then moving what moves
 };
