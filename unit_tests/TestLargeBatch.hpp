@@ -644,7 +644,8 @@ TEST(TEST_CATEGORY, large_batch_sorted_validation_pairs_up_to_their_capacity) {
 
 // validate_and_apply() neither allocates nor fences either: one launch on GPUs up
 // to 64 commands (on Kokkos 4 the flat grid up to 8, the teams above), the teams
-// up to 256 while a wave holds them, else validate()'s launches and apply()'s.
+// up to 256 while a wave holds them and up to 512 (where validate() sorts) while a
+// wave holds teams of 128, else validate()'s launches and apply()'s.
 // options.validate_and_apply picks the design: two launches, the teams (also
 // where validate() sorts; two launches on hosts, whose teams are of one thread),
 // the flat grid (on hosts too, up to 64 commands).
@@ -654,7 +655,7 @@ TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) 
   const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
   for (const FusedDesign design :
        {FusedDesign::automatic, FusedDesign::two_launches, FusedDesign::teams, FusedDesign::flat_grid})
-    for (const std::int64_t C : {8, 64, 256, 4096}) {
+    for (const std::int64_t C : {8, 64, 256, 512, 4096}) {
       SCOPED_TRACE("capacity " + std::to_string(C) + " " + statexfer::to_string(design));
       statexfer::TransferOptions options;
       options.validate_and_apply = design;
@@ -671,10 +672,13 @@ TEST(TEST_CATEGORY, large_batch_validate_and_apply_launches_without_allocation) 
           C <= 64 && (design == FusedDesign::flat_grid || (device && automatic && C <= 8 && KOKKOS_VERSION >= 40000));
       const statexfer::LaunchPlan p = bound.transfer->launch_plan();
       // The teams' one launch: asked for, or by default up to 256 commands while a wave holds them (128
-      // threads a team, above 128 commands 64 where a wave holds no more).
+      // threads a team, above 128 commands 64 where a wave holds no more); where validate() sorts, up to 512
+      // commands while a wave holds teams of 128.
       const std::int64_t concurrency = bound.transfer->execution_space_instance().concurrency();
-      const bool wave = p.work_items * 128 <= concurrency || (C > 128 && p.work_items * 64 <= concurrency);
-      const bool teams = device && (design == FusedDesign::teams || (automatic && wave && !p.sorted_validation));
+      const bool wave128 = p.work_items * 128 <= concurrency;
+      const bool wave = wave128 || (C > 128 && p.work_items * 64 <= concurrency);
+      const bool teams =
+          device && (design == FusedDesign::teams || (automatic && (p.sorted_validation ? C <= 512 && wave128 : wave)));
       const bool one = flat || teams;
       EXPECT_EQ(ToolCounts::parallel_for, one ? 1 : p.sorted_validation ? 3 : 2);
       EXPECT_EQ(p.validate_and_apply, !one   ? FusedDesign::two_launches

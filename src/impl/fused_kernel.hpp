@@ -1,10 +1,10 @@
 #ifndef STATEXFER_IMPL_FUSED_KERNEL_HPP
 #define STATEXFER_IMPL_FUSED_KERNEL_HPP
 
-// validate_and_apply() on GPUs, by default up to the pair compares' capacity
-// while a wave holds apply's league (command row x work item), and where
-// validate() sorts when asked for (launch_plan.hpp): validate() and apply() in
-// one launch over that league. Each team decides
+// validate_and_apply() on GPUs, by default up to 512 commands while a wave
+// holds apply's league (command row x work item), at any capacity when asked
+// for (launch_plan.hpp): validate() and apply() in one launch over that
+// league. Each team decides
 // its own row: every thread loads the team's row (ValidateFunctor::load_row),
 // each thread checks its share of the live rows against it (pair_conflicts)
 // and ORs what it found into one word of team scratch, and after a barrier

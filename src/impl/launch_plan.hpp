@@ -271,11 +271,14 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const std::int64_t flat_blocks = p.work_items * ((s.longest_item + 128 * d.fused_flat_words * 16 - 1) /
                                                    (128 * std::int64_t(d.fused_flat_words) * 16));
   const bool flat_fits = c == 1 || (c <= 8 && flat_blocks <= 2 * (d.concurrency / 2 / 128));
-  // One launch decides every row in each of its teams or blocks: the teams up to the pair compares'
-  // capacity on GPUs (each compares its row with every live one), the other designs up to 64 commands.
-  // Where validate() sorts, the teams only when asked for (not yet measured on a GPU: DESIGN-NOTES).
+  // One launch decides every row in each of its teams or blocks: the teams on GPUs (each compares its row
+  // with every live one), the other designs up to 64 commands. Where validate() sorts, the teams by default
+  // up to 512 commands while a wave holds teams of 128 (a full batch: 4 rows a thread to compare); at 1024
+  // and more a full batch lost to two launches (perf_tests/RESULTS.md).
   const bool large = c > max_capacity;
-  const bool beyond_teams = host ? large : c > pairs_capacity(o, host);
+  const int team_threads = std::min(d.fused_team_max, p.apply_team_size);
+  const bool sorted_teams_fit = team_threads >= 128 && c <= 512 && p.work_items <= d.concurrency / team_threads;
+  const bool beyond_teams = host ? large : c > pairs_capacity(o, host) && !sorted_teams_fit;
   const FusedDesign automatic = host || beyond_teams     ? FusedDesign::two_launches
                                 : prefer_persistent      ? FusedDesign::persistent
                                 : d.kokkos4 && flat_fits ? FusedDesign::flat_grid
@@ -292,7 +295,7 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
     // launches).
     // Above 128 commands teams of apply's threads (at least 128), each thread comparing several rows:
     // at 256 commands teams of 256 threads were 2-3 µs slower than teams of 128 (perf_tests/RESULTS.md).
-    const int threads = std::min(d.fused_team_max, p.apply_team_size);
+    const int threads = team_threads;
     int fused = c <= 128 ? (d.fused_team_max >= c ? std::max<int>(static_cast<int>(c), threads) : 0)
                          : (threads >= 128 ? threads : 0);
     // Past about one wave every wave pays the validation again: above 128 commands teams of 64 threads where a

@@ -168,9 +168,21 @@ TEST(pure, launch_plan_gpu_defaults) {
   EXPECT_EQ(si::choose_launch_plan(shape(256, 17 * 64 * 1024), d, o).validate_and_apply, FusedDesign::two_launches);
   EXPECT_EQ(si::choose_launch_plan(shape(128, 17 * 64 * 1024), d, o).validate_and_apply, FusedDesign::two_launches)
       << "teams of 64 above 128 commands only";
-  EXPECT_EQ(si::choose_launch_plan(shape(512, 16 * 1024), d, o).validate_and_apply, FusedDesign::two_launches)
-      << "where validate() sorts, two launches unless the teams are asked for";
+  // Where validate() sorts: the teams of 128 up to 512 commands while a wave holds them, else two launches
+  // unless the teams are asked for.
+  p = si::choose_launch_plan(shape(512, 16 * 1024), d, o);
+  EXPECT_TRUE(p.sorted_validation);
+  EXPECT_EQ(p.validate_and_apply, FusedDesign::teams);
+  EXPECT_EQ(p.fused_team_size, 128);
+  EXPECT_EQ(si::choose_launch_plan(shape(512, 4 * 64 * 1024), d, o).validate_and_apply, FusedDesign::teams)
+      << "2048 work items: a wave of teams of 128 (2112)";
+  EXPECT_EQ(si::choose_launch_plan(shape(512, 5 * 64 * 1024), d, o).validate_and_apply, FusedDesign::two_launches)
+      << "2560 work items: past a wave of teams of 128, no teams of 64 where validate() sorts";
+  EXPECT_EQ(si::choose_launch_plan(shape(1024, 16 * 1024), d, o).validate_and_apply, FusedDesign::two_launches)
+      << "1024 commands: 8 rows a thread in a full batch";
+  EXPECT_EQ(si::choose_launch_plan(shape(300, 16 * 1024), d, o).validate_and_apply, FusedDesign::teams);
   EXPECT_TRUE(si::choose_launch_plan(shape(512, 1 << 20), d, o).sorted_validation);
+  EXPECT_EQ(si::choose_launch_plan(shape(512, 1 << 20), d, o).validate_and_apply, FusedDesign::two_launches);
   // Asked for where validate() sorts: the teams, of 64 threads where a wave holds those and not 128, kept
   // past a wave.
   TransferOptions teams;
