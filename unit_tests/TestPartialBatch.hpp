@@ -77,7 +77,7 @@ const std::vector<Design>& designs() {
 /// 0..live-1 at endpoints that end mid-page (partial and trailing pages move),
 /// row 1 refused (a wrong endpoint) when live >= 3, and every row past the
 /// count a command that would collide with row 0 if it were live.
-ft::Case partial_case(std::int64_t C, std::int64_t live) {
+ft::Case partial_case(std::int64_t C, std::int64_t live, std::int64_t ssm_bytes = 3001) {
   ft::CaseConfig cfg;
   cfg.capacity = C;
   cfg.page_tokens = 4;
@@ -85,7 +85,7 @@ ft::Case partial_case(std::int64_t C, std::int64_t live) {
   cfg.cache_pages = C * cfg.width + 3;
   cfg.salt = C + live;
   cfg.regions = {{"consumed_tokens", 8, statexfer::DType::int64, 8},
-                 {"ssm", 3001, statexfer::DType::uint8, 1},
+                 {"ssm", ssm_bytes, statexfer::DType::uint8, 1},
                  {"kv", 40, statexfer::DType::uint8, 16},
                  {"draft", 2 * 24, statexfer::DType::uint8, 8}};
   cfg.pages = {"kv"};
@@ -147,6 +147,37 @@ TEST(TEST_CATEGORY, partial_batches_match_the_oracle_at_every_capacity_and_desig
           EXPECT_EQ(ft::get<std::int32_t>(*check.expected.errors, r), live >= 3 && r == 1 ? 3 : 0)
               << what << " row " << r;
       }
+    }
+  }
+}
+
+// Rows of 16 MiB and more: apply()'s compact grid stages its units by default
+// wherever asking for them does (GPUs with bulk copies; elsewhere nothing to
+// stage), and keeps registers at a caller's league; partly filled and full
+// batches of such rows, ragged, match the oracle in one call and in two.
+TEST(TEST_CATEGORY, partial_batches_of_large_rows_staged_by_default) {
+  using namespace partial;
+  int saved = 0;
+  const std::int64_t C = 2;
+  const auto staged = [](const ft::ReferenceCheck& check) {
+    return check.launch_summary.find(", staged)") != std::string::npos;
+  };
+  for (const std::int64_t live : {1, 2}) {
+    const ft::Case c = partial_case(C, live, (std::int64_t(16) << 20) + 3);
+    for (const ft::Steps steps : {ft::Steps::separate, ft::Steps::fused}) {
+      const std::string what = "live" + std::to_string(live) + (steps == ft::Steps::fused ? "_one_call" : "");
+      statexfer::TransferOptions asked;
+      asked.expert.compact_staged = 1;
+      const ft::ReferenceCheck check_asked =
+          ft::check_against_reference<TEST_EXECSPACE>(c, "statexfer_partial", what + "_asked", 2, saved, steps, asked);
+      const ft::ReferenceCheck check = ft::check_against_reference<TEST_EXECSPACE>(
+          c, "statexfer_partial", what + "_default", 2, saved, steps, statexfer::TransferOptions{});
+      EXPECT_EQ(staged(check), staged(check_asked)) << what << ": " << check.launch_summary;
+      statexfer::TransferOptions league;
+      league.expert.apply_teams = 5;
+      const ft::ReferenceCheck check_league = ft::check_against_reference<TEST_EXECSPACE>(
+          c, "statexfer_partial", what + "_league", 2, saved, steps, league);
+      EXPECT_FALSE(staged(check_league)) << what << ": " << check_league.launch_summary;
     }
   }
 }

@@ -73,6 +73,10 @@ inline int default_compact_words(std::int64_t longest_item) { return longest_ite
 /// (perf_tests/RESULTS.md; their 33 KiB of shared memory a team allow six).
 inline constexpr int compact_staged_words = 8;
 inline constexpr int compact_staged_league_per_sm = 3;
+/// Rows from which the compact grid stages its units by default (devices with bulk copies, the default
+/// league): the models' rows (49 and 190 MiB) moved level or faster staged from one live row on, rows of
+/// 8 MiB 2-3 µs slower at one or two live (H100, after the staged units' read-wait; perf_tests/RESULTS.md).
+inline constexpr std::int64_t compact_staged_row_bytes = std::int64_t(16) << 20;
 
 /// The largest capacity validate() compares every pair of rows at by default:
 /// the pair compares' one launch decided 128 commands faster than the sorted
@@ -194,10 +198,11 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // work item of every row, live or not). GPUs: 4 or 8 KiB units
   // (default_compact_words), about a wave of teams; hosts: a work item a unit,
   // a team of one a thread. Its unit indices are 32-bit: past that, the teams.
-  // Staged units (compact_apply_kernel.hpp) where asked for and the device has bulk copies: full batches
-  // of rows of 8 MiB and more moved 1-11% faster so, one to four such rows 1-3 µs slower
-  // (perf_tests/RESULTS.md), and a step is mostly a few rows.
-  p.compact_staged = p.bulk_copies && o.compact_staged == 1;
+  // Staged units (compact_apply_kernel.hpp) where the device has bulk copies, asked for or by default for
+  // rows of 16 MiB and more at the default league (a caller's narrower league, a host tier's, was measured
+  // in registers only).
+  p.compact_staged = p.bulk_copies && (o.compact_staged == 1 || (o.compact_staged == 0 && o.apply_teams == 0 &&
+                                                                 s.row_bytes >= compact_staged_row_bytes));
   p.compact_words = p.compact_staged      ? compact_staged_words
                     : o.compact_words > 0 ? o.compact_words
                                           : default_compact_words(s.longest_item);
