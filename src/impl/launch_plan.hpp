@@ -160,7 +160,8 @@ inline std::int32_t log2_exact(std::int64_t power) {
 
 /// The launches of one transfer. The defaults are the best of the sittings in
 /// perf_tests/RESULTS.md and DESIGN-NOTES.md: apply() the compact grid (a
-/// partly filled batch costs what it moves); validate() up to 64 commands one
+/// partly filled batch costs what it moves; on GPUs with bulk copies its units
+/// staged for rows of 16 MiB and more); validate() up to 64 commands one
 /// team of a thread a row (its barrier, not the last team's fence and count,
 /// then publishes the rows to the compact plan), above that teams of 8 rows,
 /// each row's vector lanes splitting its scan of the others where it has more
