@@ -177,8 +177,8 @@ void run(benchmark::State& state, const std::string& name, std::int64_t c, std::
 
 }  // namespace
 
-void register_exchange_benchmarks(bool host_backend) {
-  const double limit = host_backend ? double(1 << 30) : 128.0 * double(1 << 30);
+void register_exchange_benchmarks(bool host_backend, std::int64_t device_memory) {
+  const double limit = static_cast<double>(memory_budget_bytes(host_backend, device_memory));
   struct Moves {
     const char* name;
     std::int64_t c, live;

@@ -20,6 +20,7 @@
 #include <Kokkos_Core.hpp>
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -34,6 +35,8 @@
 
 #ifdef KOKKOS_ENABLE_CUDA
 #include <cuda_runtime.h>
+#elif defined(KOKKOS_ENABLE_HIP)
+#include <hip/hip_runtime.h>
 #endif
 
 namespace {
@@ -103,6 +106,34 @@ Selection take_shape_options(int& argc, char* argv[]) {
   return sel;
 }
 
+// The device's memory in bytes (0 on hosts and where it cannot be read): the partial and exchange sets' budget.
+std::int64_t device_memory_bytes() {
+#ifdef KOKKOS_ENABLE_CUDA
+  std::size_t free = 0, total = 0;
+  if (std::is_same_v<Exec, Kokkos::Cuda> && cudaMemGetInfo(&free, &total) == cudaSuccess)
+    return static_cast<std::int64_t>(total);
+#elif defined(KOKKOS_ENABLE_HIP)
+  std::size_t free = 0, total = 0;
+  if (std::is_same_v<Exec, Kokkos::HIP> && hipMemGetInfo(&free, &total) == hipSuccess)
+    return static_cast<std::int64_t>(total);
+#endif
+  return 0;
+}
+
+// The selected sets' shapes and the user's, each name once (SpecError otherwise).
+std::vector<NamedShape> selected_shapes(const Selection& sel, std::set<std::string>& sets, bool host,
+                                        std::int64_t device_memory) {
+  std::vector<NamedShape> shapes;
+  for (const auto& name : sel.sets)
+    if (sets.insert(name).second)
+      for (auto& s : builtin_set(name, host, device_memory)) shapes.push_back(std::move(s));
+  for (auto& s : sel.shapes) shapes.push_back(s);
+  std::set<std::string> names;
+  for (const auto& s : shapes)
+    if (!names.insert(s.name).second) throw SpecError("shape name '" + s.name + "' is given twice");
+  return shapes;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
@@ -112,13 +143,8 @@ int main(int argc, char* argv[]) {
   const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
   try {
     sel = take_shape_options(argc, argv);
-    for (const auto& name : sel.sets)
-      if (sets.insert(name).second)
-        for (auto& s : builtin_set(name, host)) shapes.push_back(std::move(s));
-    for (auto& s : sel.shapes) shapes.push_back(std::move(s));
-    std::set<std::string> names;
-    for (const auto& s : shapes)
-      if (!names.insert(s.name).second) throw SpecError("shape name '" + s.name + "' is given twice");
+    // Before Kokkos starts the sets take the budget of an unknown device; checked again below with the device's.
+    shapes = selected_shapes(sel, sets, host, 0);
   } catch (const SpecError& e) {
     std::cerr << "statexfer-bench: " << e.what() << "\n";
     return 2;
@@ -133,6 +159,9 @@ int main(int argc, char* argv[]) {
 
   Kokkos::initialize(argc, argv);
   {
+    const std::int64_t device_memory = device_memory_bytes();
+    sets.clear();
+    shapes = selected_shapes(sel, sets, host, device_memory);  // the same names: no SpecError now
     register_transfer_shapes(shapes);
     if (sets.count("facts")) register_validate_capacity();
     if (sets.count("tiers")) register_tier_benchmarks();
@@ -140,7 +169,7 @@ int main(int argc, char* argv[]) {
     if (sets.count("steps")) register_step_benchmarks();
     if (sets.count("partial")) register_partial_benchmarks(shapes);
     if (sets.count("tier-streams")) register_tier_stream_benchmarks();
-    if (sets.count("exchange")) register_exchange_benchmarks(host);
+    if (sets.count("exchange")) register_exchange_benchmarks(host, device_memory);
     benchmark::Initialize(&argc, argv);
     benchmark::AddCustomContext("statexfer_version", STATEXFER_VERSION_STRING);
     benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION));
@@ -152,8 +181,8 @@ int main(int argc, char* argv[]) {
     benchmark::AddCustomContext("user_shapes", std::to_string(sel.shapes.size()));
     if (sets.count("partial")) {
       std::string skipped;
-      for (const auto& s : partial_skipped(host)) skipped += (skipped.empty() ? "" : "; ") + s;
-      benchmark::AddCustomContext("partial_budget_GiB", std::to_string(partial_budget_bytes(host) >> 30));
+      for (const auto& s : partial_skipped(host, device_memory)) skipped += (skipped.empty() ? "" : "; ") + s;
+      benchmark::AddCustomContext("partial_budget_GiB", std::to_string(memory_budget_bytes(host, device_memory) >> 30));
       benchmark::AddCustomContext("partial_skipped", skipped.empty() ? "none" : skipped);
     }
 #ifdef KOKKOS_ENABLE_CUDA

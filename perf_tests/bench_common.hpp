@@ -401,8 +401,8 @@ void register_step_benchmarks();         // --set steps
 // --set partial: the shapes of Runner::partial, and validate() at C = 64..4096 with 4 live commands
 void register_partial_benchmarks(const std::vector<NamedShape>& shapes);
 void register_tier_stream_benchmarks();  // --set tier-streams
-// --set exchange: prefill/decode export and import; `host_backend` leaves out shapes past 1 GiB
-void register_exchange_benchmarks(bool host_backend);
+// --set exchange: prefill/decode export and import, the shapes that fit memory_budget_bytes
+void register_exchange_benchmarks(bool host_backend, std::int64_t device_memory);
 
 }  // namespace statexfer::bench
 

@@ -208,14 +208,16 @@ Shape with(Shape s, std::int64_t c, std::int64_t live) {
 
 std::int64_t live_bytes(const Shape& s) { return s.live() * command_bytes(s); }
 
-bool partial_fits(const Shape& s, bool host_backend) {
-  const std::int64_t budget = partial_budget_bytes(host_backend);
+bool partial_fits(const Shape& s, std::int64_t budget) {
   return partial_workload_bytes(s) <= budget && 2 * live_bytes(s) <= budget;
 }
 
 }  // namespace
 
-std::int64_t partial_budget_bytes(bool host_backend) { return host_backend ? GiB : 128 * GiB; }
+std::int64_t memory_budget_bytes(bool host_backend, std::int64_t device_memory) {
+  if (host_backend) return GiB;
+  return device_memory > 0 ? std::clamp(device_memory - 12 * GiB, GiB, 128 * GiB) : 128 * GiB;
+}
 
 std::int64_t partial_workload_bytes(const Shape& s) {
   // bench_common.hpp's Workload with snapshot_rows = live: the null row, C live
@@ -226,7 +228,8 @@ std::int64_t partial_workload_bytes(const Shape& s) {
   return pool + caches;
 }
 
-std::vector<std::string> partial_skipped(bool host_backend) {
+std::vector<std::string> partial_skipped(bool host_backend, std::int64_t device_memory) {
+  const std::int64_t budget = memory_budget_bytes(host_backend, device_memory);
   std::vector<std::string> out;
   for (const auto& r : partial_rows())
     for (const std::int64_t c : partial_capacities) {
@@ -234,7 +237,7 @@ std::vector<std::string> partial_skipped(bool host_backend) {
       std::int64_t most = 0;
       for (const std::int64_t live : partial_lives(c)) {
         const Shape s = with(r.row, c, live);
-        if (!partial_fits(s, host_backend)) {
+        if (!partial_fits(s, budget)) {
           left.push_back(live);
           most = std::max(most, std::max(partial_workload_bytes(s), 2 * live_bytes(s)));
         }
@@ -248,7 +251,7 @@ std::vector<std::string> partial_skipped(bool host_backend) {
   return out;
 }
 
-std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend) {
+std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend, std::int64_t device_memory) {
   std::vector<NamedShape> out;
   auto add = [&](std::string n, Shape s, bool all_steps) { out.push_back({std::move(n), s, all_steps}); };
   if (name == "facts") {
@@ -277,12 +280,13 @@ std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend) 
     // Partly filled batches (issue 29): each row at C = 64, 256, 1024, 4096 with
     // 1, 2, 4, 16 and C live commands, where it fits (partial_skipped() says
     // what does not: on the H200 qwen3.5-9b at C = 4096, nemotron at 1024 and
-    // 4096, hybrid-32MiB at 4096). BenchPartial.cpp times them.
+    // 4096, hybrid-32MiB at 4096; on an H100 qwen3.5-9b's full C = 1024 too).
+    // BenchPartial.cpp times them.
     for (const auto& r : partial_rows())
       for (const std::int64_t c : partial_capacities)
         for (const std::int64_t live : partial_lives(c)) {
           const Shape s = with(r.row, c, live);
-          if (partial_fits(s, host_backend))
+          if (partial_fits(s, memory_budget_bytes(host_backend, device_memory)))
             out.push_back({"partial/" + r.name + "/c" + std::to_string(c) + "/live" + std::to_string(live), s, false,
                            Runner::partial});
         }

@@ -66,18 +66,21 @@ std::string format_spec(const NamedShape& s);
 bool expressible(const NamedShape& s);
 
 // The built-in sets: "facts" (host_backend shortens the row sweep), "models",
-// "partial" (only the shapes whose workload fits partial_budget_bytes).
+// "partial" (only the shapes whose workload fits memory_budget_bytes).
+// device_memory: the GPU's memory in bytes, 0 where unknown (before Kokkos starts).
 const std::vector<std::string>& set_names();
-std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend);
+std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend, std::int64_t device_memory = 0);
 
-// The partial set's memory: its workload (pool of 1 + C + live + 1 rows, the
-// caches of C requests) and, apart, its copy kernel's two buffers of the live
-// bytes; a shape is in the set when both fit the budget (128 GiB on GPUs: the
-// H200's 139 GiB less room for the context and the graphs; 1 GiB on hosts).
-std::int64_t partial_budget_bytes(bool host_backend);
+// What one benchmark of the partial and exchange sets may allocate: on GPUs the
+// device's memory less 12 GiB for the context and the graphs, at most 128 GiB
+// (the H200's 140 GiB; an H100's 80 leave 67), 128 GiB where the memory is not
+// known; 1 GiB on hosts. A partial shape is in the set when its workload (pool of
+// 1 + C + live + 1 rows, the caches of C requests) and, apart, its copy kernel's
+// two buffers of the live bytes each fit.
+std::int64_t memory_budget_bytes(bool host_backend, std::int64_t device_memory);
 std::int64_t partial_workload_bytes(const Shape& s);
 // The partial shapes left out for memory, as "ROW/cC (live L..M): N GiB" lines.
-std::vector<std::string> partial_skipped(bool host_backend);
+std::vector<std::string> partial_skipped(bool host_backend, std::int64_t device_memory);
 
 }  // namespace statexfer::bench
 
