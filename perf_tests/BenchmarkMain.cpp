@@ -110,11 +110,11 @@ Selection take_shape_options(int& argc, char* argv[]) {
 std::int64_t device_memory_bytes() {
 #ifdef KOKKOS_ENABLE_CUDA
   std::size_t free = 0, total = 0;
-  if (std::is_same_v<Exec, Kokkos::Cuda> && cudaMemGetInfo(&free, &total) == cudaSuccess)
+  if (!std::is_same_v<Exec::memory_space, Kokkos::HostSpace> && cudaMemGetInfo(&free, &total) == cudaSuccess)
     return static_cast<std::int64_t>(total);
 #elif defined(KOKKOS_ENABLE_HIP)
   std::size_t free = 0, total = 0;
-  if (std::is_same_v<Exec, Kokkos::HIP> && hipMemGetInfo(&free, &total) == hipSuccess)
+  if (!std::is_same_v<Exec::memory_space, Kokkos::HostSpace> && hipMemGetInfo(&free, &total) == hipSuccess)
     return static_cast<std::int64_t>(total);
 #endif
   return 0;
