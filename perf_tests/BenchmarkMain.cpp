@@ -121,11 +121,11 @@ std::int64_t device_memory_bytes() {
 }
 
 // The selected sets' shapes and the user's, each name once (SpecError otherwise).
-std::vector<NamedShape> selected_shapes(const Selection& sel, std::set<std::string>& sets, bool host,
-                                        std::int64_t device_memory) {
+std::vector<NamedShape> selected_shapes(const Selection& sel, bool host, std::int64_t device_memory) {
   std::vector<NamedShape> shapes;
+  std::set<std::string> seen;
   for (const auto& name : sel.sets)
-    if (sets.insert(name).second)
+    if (seen.insert(name).second)
       for (auto& s : builtin_set(name, host, device_memory)) shapes.push_back(std::move(s));
   for (auto& s : sel.shapes) shapes.push_back(s);
   std::set<std::string> names;
@@ -139,12 +139,11 @@ std::vector<NamedShape> selected_shapes(const Selection& sel, std::set<std::stri
 int main(int argc, char* argv[]) {
   Selection sel;
   std::vector<NamedShape> shapes;
-  std::set<std::string> sets;
   const bool host = std::is_same_v<Exec::memory_space, Kokkos::HostSpace>;
   try {
     sel = take_shape_options(argc, argv);
     // Before Kokkos starts the sets take the budget of an unknown device; checked again below with the device's.
-    shapes = selected_shapes(sel, sets, host, 0);
+    shapes = selected_shapes(sel, host, 0);
   } catch (const SpecError& e) {
     std::cerr << "statexfer-bench: " << e.what() << "\n";
     return 2;
@@ -160,8 +159,8 @@ int main(int argc, char* argv[]) {
   Kokkos::initialize(argc, argv);
   {
     const std::int64_t device_memory = device_memory_bytes();
-    sets.clear();
-    shapes = selected_shapes(sel, sets, host, device_memory);  // the same names: no SpecError now
+    shapes = selected_shapes(sel, host, device_memory);  // the same names: no SpecError now
+    const std::set<std::string> sets(sel.sets.begin(), sel.sets.end());
     register_transfer_shapes(shapes);
     if (sets.count("facts")) register_validate_capacity();
     if (sets.count("tiers")) register_tier_benchmarks();

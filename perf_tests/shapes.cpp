@@ -282,11 +282,12 @@ std::vector<NamedShape> builtin_set(const std::string& name, bool host_backend, 
     // what does not: on the H200 qwen3.5-9b at C = 4096, nemotron at 1024 and
     // 4096, hybrid-32MiB at 4096; on an H100 qwen3.5-9b's full C = 1024 too).
     // BenchPartial.cpp times them.
+    const std::int64_t budget = memory_budget_bytes(host_backend, device_memory);
     for (const auto& r : partial_rows())
       for (const std::int64_t c : partial_capacities)
         for (const std::int64_t live : partial_lives(c)) {
           const Shape s = with(r.row, c, live);
-          if (partial_fits(s, memory_budget_bytes(host_backend, device_memory)))
+          if (partial_fits(s, budget))
             out.push_back({"partial/" + r.name + "/c" + std::to_string(c) + "/live" + std::to_string(live), s, false,
                            Runner::partial});
         }
