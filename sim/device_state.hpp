@@ -290,6 +290,7 @@ class DeviceState {
   const statexfer::HostTier<Exec>& host_tier() const { return host_tier_; }
 
   std::string combiner_name() const { return step_.combiner_name(); }
+  std::string step_launch() const { return step_.launch_summary(); }
   bool graphs() const { return step_.graphs(); }
 
  private:
@@ -353,6 +354,7 @@ class DeviceState {
       config.speculative.accepted = accepted_;
       config.speculative.move = cfg_.commit_copy ? statexfer::CommitMove::copy : statexfer::CommitMove::remap;
     }
+    config.options.expert.compact_staged = cfg_.staged_units;
     step_.build(pool_, step_.commands(), tables_, config);
     if (!tier_stream()) return;
     const std::int64_t C = g_.capacity;

@@ -282,6 +282,7 @@ class Engine {
     st.ranks = comm_.size;
     st.backend = Exec::name();
     st.combiner = device_.combiner_name();
+    st.step_launch = device_.step_launch();
     st.graphs = device_.graphs();
     st.memory_bytes = g.memory_bytes();
     st.host_memory_bytes = g.host_memory_bytes();

@@ -110,6 +110,7 @@ class Lane {
   }
 
   std::string combiner_name() const { return statexfer::to_string(combiner_->backend()); }
+  std::string launch_summary() const { return transfer_->launch_summary(); }
   bool graphs() const { return !graphs_.empty(); }
 
   /// The graphs, then the transfer and the combiner, which hold the instance

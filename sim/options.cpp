@@ -23,6 +23,7 @@ struct Text {
   std::string prefix_len = "256:1024", input_len = "16:256", output_len = "8:48";
   std::string trace_format = "auto", policy = "ends", model_writes = "read", commit_move = "remap";
   std::string tier_moves = "stream";
+  std::string staged_units = "auto";
   std::vector<std::string> faults;
   bool no_graphs = false, no_combine = false, no_completion = false;
 };
@@ -111,6 +112,11 @@ void add_geometry(CLI::App& app, Options& o, Text& t) {
       ->capture_default_str();
   app.add_option("--tier-teams", cfg.tier_teams,
                  "the tier batches' apply() league (0: 1/12 of the SMs on GPUs, the library's default on hosts)")
+      ->group(geo)
+      ->capture_default_str();
+  app.add_option("--staged-units", t.staged_units,
+                 "the step's apply() on GPUs with bulk copies (options.expert.compact_staged): auto (the library's "
+                 "default: registers), on (staged units) or off (registers); the tier batches keep the default")
       ->group(geo)
       ->capture_default_str();
   app.add_option("--page-tokens", cfg.page_tokens, "tokens per KV page")->group(geo)->capture_default_str();
@@ -332,6 +338,9 @@ void check(const CLI::App& app, Options& o, const Text& t) {
   if (t.tier_moves != "stream" && t.tier_moves != "step")
     throw CLI::ValidationError("--tier-moves", "expected stream or step, got '" + t.tier_moves + "'");
   cfg.tier_stream = t.tier_moves == "stream";
+  if (t.staged_units != "auto" && t.staged_units != "on" && t.staged_units != "off")
+    throw CLI::ValidationError("--staged-units", "expected auto, on or off, got '" + t.staged_units + "'");
+  cfg.staged_units = t.staged_units == "on" ? 1 : t.staged_units == "off" ? -1 : 0;
   if (cfg.tier_teams < 0 || cfg.tier_teams > (1 << 20))
     throw CLI::ValidationError("--tier-teams", "must be 0 (default) to 2^20");
   if (cfg.probe_mib < -1 || cfg.probe_mib > 65536)

@@ -113,8 +113,9 @@ void print_summary(std::FILE* out, const Stats& st, const RunInfo& info) {
   const Summary tr = summarize(transfer_times(st)), sp = summarize(st.step_us);
   const std::int64_t cmds = total_commands(st);
   const double moved = static_cast<double>(st.total_bytes_moved);
-  std::fprintf(out, "statexfer-sim: %s, %d rank%s (combiner %s)%s\n", info.kokkos.c_str(), st.ranks,
-               st.ranks == 1 ? "" : "s", st.combiner.c_str(), st.graphs ? ", CUDA graphs" : "");
+  std::fprintf(out, "statexfer-sim: %s, %d rank%s (combiner %s)%s; the step's launches: %s\n", info.kokkos.c_str(),
+               st.ranks, st.ranks == 1 ? "" : "s", st.combiner.c_str(), st.graphs ? ", CUDA graphs" : "",
+               st.step_launch.c_str());
   if (w.source == "synthetic") {
     const SyntheticOptions& s = info.synthetic;
     std::fprintf(

@@ -87,6 +87,7 @@ nlohmann::json report_json(const Stats& st, const RunInfo& info) {
   j["ranks"] = st.ranks;
   j["combiner"] = st.combiner;
   j["cuda_graphs"] = st.graphs;
+  j["step_launch"] = st.step_launch;
   j["config"] = {{"capacity", c.capacity},
                  {"snapshot_rows", c.snapshot_rows},
                  {"page_tokens", c.page_tokens},

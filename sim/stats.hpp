@@ -91,7 +91,7 @@ struct Stats {
   std::vector<std::int32_t> step_commands;
   // Geometry, for the report.
   std::int64_t rows = 0, row_bytes = 0, pages = 0, width = 0, memory_bytes = 0, host_memory_bytes = 0;
-  std::string backend, combiner;
+  std::string backend, combiner, step_launch;  ///< step_launch: the step transfer's launch_summary()
   int ranks = 1;
   bool graphs = false;
 };
