@@ -58,9 +58,9 @@ struct ExpertOptions {
   int compact_handout = 0;
   /// apply()'s compact grid on GPUs with Hopper's bulk copies: 1 moves its units through two staging buffers a
   /// team (16 KiB units handed out; the default league then three teams an SM), thread 0 loading the next unit
-  /// with a bulk copy while it stores this one; -1: in registers; 0: staged where a row is 16 MiB or more
-  /// and apply_teams is 0, else in registers (rows of 8 MiB moved slower staged at one or two live:
-  /// perf_tests/RESULTS.md). Ignored on other devices and with no_bulk_copies.
+  /// with a bulk copy while it stores this one; -1 or 0: in registers (full batches of large rows move faster
+  /// staged, a step of one or two such rows slower: perf_tests/RESULTS.md). Ignored on other devices and
+  /// with no_bulk_copies.
   int compact_staged = 0;
   /// apply()'s flat grid: 16-byte words a thread (1, 2 or 4); 0: 2.
   int apply_words = 0;

@@ -73,10 +73,6 @@ inline int default_compact_words(std::int64_t longest_item) { return longest_ite
 /// (perf_tests/RESULTS.md; their 33 KiB of shared memory a team allow six).
 inline constexpr int compact_staged_words = 8;
 inline constexpr int compact_staged_league_per_sm = 3;
-/// Rows from which the compact grid stages its units by default (devices with bulk copies, the default
-/// league): the models' rows (49 and 190 MiB) moved level or faster staged from one live row on, rows of
-/// 8 MiB 2-3 µs slower at one or two live (H100, after the staged units' read-wait; perf_tests/RESULTS.md).
-inline constexpr std::int64_t compact_staged_row_bytes = std::int64_t(16) << 20;
 
 /// The largest capacity validate() compares every pair of rows at by default:
 /// the pair compares' one launch decided 128 commands faster than the sorted
@@ -160,8 +156,7 @@ inline std::int32_t log2_exact(std::int64_t power) {
 
 /// The launches of one transfer. The defaults are the best of the sittings in
 /// perf_tests/RESULTS.md and DESIGN-NOTES.md: apply() the compact grid (a
-/// partly filled batch costs what it moves; on GPUs with bulk copies its units
-/// staged for rows of 16 MiB and more); validate() up to 64 commands one
+/// partly filled batch costs what it moves, its units in registers); validate() up to 64 commands one
 /// team of a thread a row (its barrier, not the last team's fence and count,
 /// then publishes the rows to the compact plan), above that teams of 8 rows,
 /// each row's vector lanes splitting its scan of the others where it has more
@@ -199,11 +194,11 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // work item of every row, live or not). GPUs: 4 or 8 KiB units
   // (default_compact_words), about a wave of teams; hosts: a work item a unit,
   // a team of one a thread. Its unit indices are 32-bit: past that, the teams.
-  // Staged units (compact_apply_kernel.hpp) where the device has bulk copies, asked for or by default for
-  // rows of 16 MiB and more at the default league (a caller's narrower league, a host tier's, was measured
-  // in registers only).
-  p.compact_staged = p.bulk_copies && (o.compact_staged == 1 || (o.compact_staged == 0 && o.apply_teams == 0 &&
-                                                                 s.row_bytes >= compact_staged_row_bytes));
+  // Staged units (compact_apply_kernel.hpp) only where asked for and the device has bulk copies: full
+  // batches of large rows move faster so, but a step of a row or two of a real workload (the main job's
+  // replay of a production trace, rows cold) moved slower (perf_tests/RESULTS.md), and a step mostly
+  // carries a row or two.
+  p.compact_staged = p.bulk_copies && o.compact_staged == 1;
   p.compact_words = p.compact_staged      ? compact_staged_words
                     : o.compact_words > 0 ? o.compact_words
                                           : default_compact_words(s.longest_item);

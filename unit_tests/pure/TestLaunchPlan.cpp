@@ -77,37 +77,37 @@ TEST(pure, launch_plan_gpu_defaults) {
   k34.kokkos4 = false;
   EXPECT_EQ(si::choose_launch_plan(shape(4, 16 * 1024), k34, o).validate_and_apply, FusedDesign::teams);
   // 8 rows of 49 MiB: the flat grid's blocks past two waves, the teams' league past one: two
-  // launches, apply() the compact grid, staged (rows of 16 MiB and more): 16 KiB units (a staging
-  // buffer) handed out to three teams an SM.
+  // launches, apply() the compact grid in registers, 10 teams an SM (room for another stream's
+  // teams), 4 KiB units of 64 KiB items, strided up to 64 commands.
   p = si::choose_launch_plan(shape(8, 51511296), d, o);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
   EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
-  EXPECT_TRUE(p.compact_staged);
-  EXPECT_TRUE(p.compact_handed_out);
-  EXPECT_EQ(p.compact_teams, 132 * 3);
-  EXPECT_EQ(p.compact_words, 8);
-  EXPECT_EQ(p.compact_units, 4);
+  EXPECT_FALSE(p.compact_staged);
+  EXPECT_FALSE(p.compact_handed_out);
+  EXPECT_EQ(p.compact_teams, 132 * 10);
+  EXPECT_EQ(p.compact_words, 2) << "64 KiB work items: 4 KiB units";
+  EXPECT_EQ(p.compact_units, 16);
   {
-    // In registers (-1), at a caller's league, below 16 MiB a row, without bulk copies: 10 teams an SM
-    // (room for another stream's teams), 4 KiB units of 64 KiB items, strided up to 64 commands.
+    // Staged units asked for: 16 KiB units (a staging buffer) handed out to three teams an SM, at any
+    // row size, or on a caller's league; -1 as the default; nothing without bulk copies.
     TransferOptions mine;
-    mine.expert.compact_staged = -1;
+    mine.expert.compact_staged = 1;
     p = si::choose_launch_plan(shape(8, 51511296), d, mine);
-    EXPECT_FALSE(p.compact_staged);
-    EXPECT_FALSE(p.compact_handed_out);
-    EXPECT_EQ(p.compact_teams, 132 * 10);
-    EXPECT_EQ(p.compact_words, 2) << "64 KiB work items: 4 KiB units";
-    EXPECT_EQ(p.compact_units, 16);
-    EXPECT_FALSE(si::choose_launch_plan(shape(8, (16 << 20) - 16), d, o).compact_staged) << "under 16 MiB";
-    EXPECT_TRUE(si::choose_launch_plan(shape(8, 16 << 20), d, o).compact_staged) << "16 MiB";
-    mine.expert.compact_staged = 0;
+    EXPECT_TRUE(p.compact_staged);
+    EXPECT_TRUE(p.compact_handed_out);
+    EXPECT_EQ(p.compact_teams, 132 * 3);
+    EXPECT_EQ(p.compact_words, 8);
+    EXPECT_EQ(p.compact_units, 4);
+    EXPECT_TRUE(si::choose_launch_plan(shape(8, 1 << 20), d, mine).compact_staged) << "1 MiB rows";
     mine.expert.apply_teams = 11;
     p = si::choose_launch_plan(shape(8, 51511296), d, mine);
-    EXPECT_FALSE(p.compact_staged) << "a caller's league";
+    EXPECT_TRUE(p.compact_staged) << "a caller's league";
     EXPECT_EQ(p.compact_teams, 11);
-    mine.expert.compact_staged = 1;
-    EXPECT_TRUE(si::choose_launch_plan(shape(8, 51511296), d, mine).compact_staged) << "asked for";
     mine.expert.apply_teams = 0;
+    mine.expert.compact_staged = -1;
+    EXPECT_FALSE(si::choose_launch_plan(shape(8, 51511296), d, mine).compact_staged) << "-1";
+    EXPECT_FALSE(si::choose_launch_plan(shape(8, 1 << 30), d, o).compact_staged) << "1 GiB rows";
+    mine.expert.compact_staged = 1;
     si::DeviceLimits sm80 = d;
     sm80.bulk = false;
     EXPECT_FALSE(si::choose_launch_plan(shape(8, 51511296), sm80, mine).compact_staged) << "sm_80";
@@ -314,8 +314,6 @@ TEST(pure, launch_plan_every_design_from_options) {
     o.expert.compact_words = 0;
     // Units handed out up to 64 commands where the league is an eighth of the SMs (16 of 132) to one team an
     // SM, above 64 at any league; in both only where the capacity's units exceed 64 a team; forced either way.
-    // In registers (rows of 64 MiB at the default league are otherwise staged).
-    o.expert.compact_staged = -1;
     for (const int teams : {8, 15, 16, 66, 132, 133, 0}) {
       o.expert.apply_teams = teams;
       p = si::choose_launch_plan(shape(64, 1 << 26), d, o);
@@ -343,7 +341,6 @@ TEST(pure, launch_plan_every_design_from_options) {
     EXPECT_FALSE(p.compact_handed_out) << "forced strided";
     EXPECT_EQ(p.compact_teams, host ? 2 : 10 * 132);
     o.expert.compact_handout = 0;
-    o.expert.compact_staged = 0;
     o.apply = statexfer::ApplyDesign::persistent;
     o.validate_and_apply = FusedDesign::persistent;
     EXPECT_EQ(si::choose_launch_plan(shape(64, 1 << 20), d, o).validate_and_apply, FusedDesign::persistent);
