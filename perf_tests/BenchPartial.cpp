@@ -19,10 +19,24 @@
 //   partial-validate/cC/live4/validate       validate() alone, C = 64 to 4096,
 //                                            4 live commands (target: C = 4096
 //                                            within 3 µs of C = 64)
+//
+// A server's step moves other rows than the last one did, which the records
+// above, replaying one batch, do not: the main job's steps of a row or two
+// once ran slower in a design that these records had level
+// (perf_tests/RESULTS.md). So GPUs also time, for the shapes at C = 64 with 1,
+// 2 and 4 live rows of 1 MiB and more,
+//
+//   partial-cold/ROW/c64/liveN/memcpy_kernel       the copy kernel of the live bytes into rotating rows
+//   partial-cold/ROW/c64/liveN/validate_and_apply  one call whose snapshots go to rotating rows
+//
+// each replay timed alone with another batch (or destination) uploaded ahead
+// of it, the destinations spanning at least 2 GiB (many times a GPU's L2), so
+// that each replay writes rows that the replays before it did not touch.
 
 #include <Kokkos_Core.hpp>
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -44,10 +58,10 @@ constexpr int warm_up = 10, replays = 20;
 using Bytes = Kokkos::View<std::uint8_t*, Exec::memory_space>;
 
 // The copy kernel's seconds per replay of a byte count, as the last
-// memcpy_kernel record of those bytes measured it.
-std::map<std::int64_t, double>& copy_seconds() {
-  static std::map<std::int64_t, double> seconds;
-  return seconds;
+// memcpy_kernel record of those bytes measured it (cold: partial-cold's).
+std::map<std::int64_t, double>& copy_seconds(bool cold = false) {
+  static std::map<std::int64_t, double> seconds[2];
+  return seconds[cold ? 1 : 0];
 }
 
 // The copy kernel of `bytes` when no record has timed it (a filter left its
@@ -169,6 +183,90 @@ void run_validate(benchmark::State& state, std::int64_t capacity, std::int64_t l
   state.SetLabel(w.transfer->launch_summary());
 }
 
+// Cold rows: a rotation of destinations spanning at least cold_span_bytes.
+constexpr std::int64_t cold_span_bytes = std::int64_t(2) << 30;
+std::int64_t cold_rotations(std::int64_t live_bytes) {
+  return std::clamp<std::int64_t>((cold_span_bytes + live_bytes - 1) / live_bytes, 2, 256);
+}
+
+// Iterations of one rotation each (replays timed apart), returning their mean seconds per replay.
+double time_rotations(benchmark::State& state, Replayer& replayer, std::int64_t rotations,
+                      const std::function<void(const Exec&, int)>& before) {
+  const int n = static_cast<int>(rotations);
+  replayer.seconds_per_replay_apart(n, before);
+  double total = 0;
+  std::int64_t iterations = 0;
+  for (auto _ : state) {
+    const double s = replayer.seconds_per_replay_apart(n, before);
+    state.SetIterationTime(s);
+    total += s, ++iterations;
+  }
+  return iterations > 0 ? total / static_cast<double>(iterations) : 0.0;
+}
+
+// The copy kernel of `src` into the slice of `dst` at the byte offset `offset` holds (a multiple of 16).
+void copy_kernel_at(const Exec& e, const Bytes& dst, const Bytes& src,
+                    const Kokkos::View<std::int64_t, Exec::memory_space>& offset) {
+  const std::int64_t words = static_cast<std::int64_t>(src.extent(0) / sizeof(Word16));
+  Word16* d = reinterpret_cast<Word16*>(dst.data());
+  const Word16* s = reinterpret_cast<const Word16*>(src.data());
+  Kokkos::parallel_for(
+      "bench::copy_kernel_at", Kokkos::RangePolicy<Exec>(e, 0, words),
+      KOKKOS_LAMBDA(const std::int64_t i) { d[offset() / std::int64_t(sizeof(Word16)) + i] = s[i]; });
+}
+
+void run_cold(benchmark::State& state, const Shape& shape, Step step) {
+  const std::int64_t bytes = shape.live() * command_bytes(shape), rotations = cold_rotations(bytes);
+  const BenchInstance instance;
+  double mean = 0;
+  if (step == Step::copy) {
+    Bytes a, b;
+    Kokkos::View<std::int64_t, Exec::memory_space> offset("bench::partial_cold_offset");
+    try {
+      a = Bytes("bench::partial_copy_src", static_cast<std::size_t>(bytes));
+      b = Bytes("bench::partial_cold_dst", static_cast<std::size_t>(bytes * rotations));
+    } catch (const std::exception& e) {
+      state.SkipWithError(e.what());
+      return;
+    }
+    Replayer replayer(instance, [&](const Exec& e) { copy_kernel_at(e, b, a, offset); });
+    mean = time_rotations(state, replayer, rotations,
+                          [&](const Exec& e, int i) { Kokkos::deep_copy(e, offset, i * bytes); });
+    copy_seconds(true)[bytes] = mean;
+    set_counters(state, shape, bytes, mean);
+    state.SetLabel("copy kernel of the live bytes into rotating rows");
+  } else {
+    std::unique_ptr<Workload> workload;
+    std::vector<statexfer::CommandBatch<Exec>> batches;
+    try {
+      WorkloadOptions options;
+      options.snapshot_rows = rotations * shape.live();
+      workload = std::make_unique<Workload>(shape, instance.exec(), options);
+      for (std::int64_t r = 0; r < rotations; ++r) {
+        batches.emplace_back(shape.capacity);
+        for (std::int64_t i = 0; i < shape.live(); ++i)
+          batches.back().push_back(statexfer::Command::snapshot(
+              i, 1 + i, workload->first_snapshot + r * shape.live() + i, workload->endpoint));
+        workload->batch = batches.back();
+        workload->run_checked(instance.exec(), "cold rotation " + std::to_string(r));
+      }
+    } catch (const std::exception& e) {
+      state.SkipWithError(e.what());
+      return;
+    }
+    Workload& w = *workload;
+    Replayer replayer(instance, [&](const Exec& e) { w.transfer->validate_and_apply(e); });
+    mean = time_rotations(state, replayer, rotations,
+                          [&](const Exec& e, int i) { w.commands.upload(e, batches[static_cast<std::size_t>(i)]); });
+    const auto copy = copy_seconds(true).find(bytes);
+    const double copy_s = copy != copy_seconds(true).end() ? copy->second : 0.0;
+    set_counters(state, shape, bytes, copy_s);
+    if (copy_s > 0) state.counters["margin_us"] = 1.03 * copy_s * 1e6 + floor_us(shape) - mean * 1e6;
+    state.SetLabel(w.transfer->launch_summary());
+  }
+  state.counters["rotations"] = static_cast<double>(rotations);
+}
+
 void add(const std::string& name, std::function<void(benchmark::State&)> f) {
   benchmark::RegisterBenchmark(name.c_str(), std::move(f))
       ->UseManualTime()
@@ -178,7 +276,7 @@ void add(const std::string& name, std::function<void(benchmark::State&)> f) {
 
 }  // namespace
 
-void register_partial_benchmarks(const std::vector<NamedShape>& shapes) {
+void register_partial_benchmarks(const std::vector<NamedShape>& shapes, bool host_backend) {
   for (std::int64_t c = 64; c <= statexfer::max_extended_capacity; c *= 2)
     add("partial-validate/c" + std::to_string(c) + "/live4/validate",
         [c](benchmark::State& st) { run_validate(st, c, 4); });
@@ -188,6 +286,17 @@ void register_partial_benchmarks(const std::vector<NamedShape>& shapes) {
     add(s.name + "/memcpy_kernel", [shape](benchmark::State& st) { run_copy(st, shape); });
     add(s.name + "/validate_and_apply", [shape](benchmark::State& st) { run_step(st, shape, Step::one_call); });
     add(s.name + "/validate_apply", [shape](benchmark::State& st) { run_step(st, shape, Step::two_calls); });
+  }
+  if (host_backend) return;  // caches and TLBs of a GPU's memory are what the cold records are about
+  const std::string prefix = "partial/";
+  for (const auto& s : shapes) {
+    const Shape shape = s.shape;
+    if (s.runner != Runner::partial || shape.capacity != 64 || shape.live() > 4 || shape.row_bytes < (1 << 20) ||
+        s.name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    const std::string name = "partial-cold/" + s.name.substr(prefix.size());
+    add(name + "/memcpy_kernel", [shape](benchmark::State& st) { run_cold(st, shape, Step::copy); });
+    add(name + "/validate_and_apply", [shape](benchmark::State& st) { run_cold(st, shape, Step::one_call); });
   }
 }
 

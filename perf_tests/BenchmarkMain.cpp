@@ -166,7 +166,7 @@ int main(int argc, char* argv[]) {
     if (sets.count("tiers")) register_tier_benchmarks();
     if (sets.count("speculative")) register_speculative_benchmarks();
     if (sets.count("steps")) register_step_benchmarks();
-    if (sets.count("partial")) register_partial_benchmarks(shapes);
+    if (sets.count("partial")) register_partial_benchmarks(shapes, host);
     if (sets.count("tier-streams")) register_tier_stream_benchmarks();
     if (sets.count("exchange")) register_exchange_benchmarks(host, device_memory);
     benchmark::Initialize(&argc, argv);

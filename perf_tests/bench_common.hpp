@@ -361,6 +361,41 @@ class Replayer {
     seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 #endif
   }
+  /// `replays` replays, each timed alone between events of its own, `before(exec, i)` enqueued ahead of
+  /// replay i outside them (BenchPartial.cpp's cold rows: another batch's upload); all enqueued back to
+  /// back, then waited for. Returns the mean seconds of a replay.
+  double seconds_per_replay_apart(int replays, const std::function<void(const Exec&, int)>& before) {
+    const Exec& exec = instance_.exec();
+    exec.fence();
+    double total = 0;
+#ifdef KOKKOS_ENABLE_CUDA
+    std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(replays));
+    for (auto& e : events) cudaEventCreate(&e);
+    for (int i = 0; i < replays; ++i) {
+      before(exec, i);
+      cudaEventRecord(events[2 * i], instance_.stream());
+      cudaGraphLaunch(graph_instance_, instance_.stream());
+      cudaEventRecord(events[2 * i + 1], instance_.stream());
+    }
+    cudaStreamSynchronize(instance_.stream());
+    for (int i = 0; i < replays; ++i) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]);
+      total += ms * 1e-3;
+    }
+    for (auto& e : events) cudaEventDestroy(e);
+#else
+    for (int i = 0; i < replays; ++i) {
+      before(exec, i);
+      exec.fence();
+      const auto t0 = std::chrono::steady_clock::now();
+      step_(exec);
+      exec.fence();
+      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+#endif
+    return total / replays;
+  }
   bool done() const {
 #ifdef KOKKOS_ENABLE_CUDA
     return cudaEventQuery(stop_) == cudaSuccess;
@@ -399,7 +434,7 @@ void register_tier_benchmarks();         // --set tiers
 void register_speculative_benchmarks();  // --set speculative
 void register_step_benchmarks();         // --set steps
 // --set partial: the shapes of Runner::partial, and validate() at C = 64..4096 with 4 live commands
-void register_partial_benchmarks(const std::vector<NamedShape>& shapes);
+void register_partial_benchmarks(const std::vector<NamedShape>& shapes, bool host_backend);
 void register_tier_stream_benchmarks();  // --set tier-streams
 // --set exchange: prefill/decode export and import, the shapes that fit memory_budget_bytes
 void register_exchange_benchmarks(bool host_backend, std::int64_t device_memory);
