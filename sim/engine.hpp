@@ -61,8 +61,10 @@ class Engine {
   /// and probes this device's move rates (the report's limit).
   void prepare() {
     device_.prepare();
-    const std::int64_t mib = cfg_.probe_mib >= 0 ? cfg_.probe_mib : StreamEvent<Exec>::cuda ? 256 : 64;
-    stats().rates = probe_rates(device_.instance(), mib << 20);
+    constexpr bool gpu = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
+    const std::int64_t bytes =
+        cfg_.probe_mib >= 0 ? cfg_.probe_mib << 20 : default_probe_bytes(gpu, geometry_.capacity, geometry_.row_bytes);
+    stats().rates = probe_rates(device_.instance(), bytes, probe_repetitions(bytes));
   }
 
   /// Runs every request (or --max-steps steps), then the final checks.

@@ -276,7 +276,7 @@ void add_output(CLI::App& app, Options& o) {
   app.add_flag("--no-progress", o.no_progress, "no progress bar")->group(outg);
   app.add_option("--probe-mib", o.cfg.probe_mib,
                  "MiB of the start-up probe of this device's copy, fill and host-tier rates, which give the report's "
-                 "limit (-1: 256 on GPUs, 64 on hosts; 0: no probe, no limit)")
+                 "limit (-1: 256 on GPUs; on hosts a full batch's rows, 1 to 64 MiB; 0: no probe, no limit)")
       ->group(outg)
       ->capture_default_str();
   app.add_flag("--quiet,-q", o.quiet, "no summary (the JSON report and the exit status remain)")->group(outg);

@@ -25,7 +25,7 @@
 namespace statexfer::sim {
 
 template <class Exec>
-CopyRates probe_rates(const Exec& exec, std::int64_t bytes, int repetitions = 4) {
+CopyRates probe_rates(const Exec& exec, std::int64_t bytes, int repetitions) {
   CopyRates r;
   if (bytes <= 0) return r;
   // Words, so that the fill writes words as the library's resets do (a fill
@@ -65,6 +65,7 @@ CopyRates probe_rates(const Exec& exec, std::int64_t bytes, int repetitions = 4)
   // the step that beat it.
   r.fill = std::max(r.fill, r.copy);
   r.probe_bytes = bytes;
+  r.repetitions = repetitions;
   return r;
 }
 

@@ -86,10 +86,11 @@ void print_limit(std::FILE* out, const Stats& st) {
     std::fprintf(
         out,
         "  limit        critical path %s per step (p50 %s, p99 %s), limit %s: efficiency %.1f%% (%s steps with "
-        "commands; rates: copy %s, fill %s, to device %s, to host %s; %s)\n",
+        "commands; rates of %s: copy %s, fill %s, to device %s, to host %s; %s)\n",
         us(f.critical.mean).c_str(), us(f.critical.p50).c_str(), us(f.critical.p99).c_str(), us(f.limit).c_str(),
-        100 * f.efficiency, grouped(f.steps).c_str(), rate(r.copy).c_str(), rate(r.fill).c_str(),
-        rate(r.to_device).c_str(), rate(r.to_host).c_str(), st.clock.c_str());
+        100 * f.efficiency, grouped(f.steps).c_str(), bytes(static_cast<double>(r.probe_bytes)).c_str(),
+        rate(r.copy).c_str(), rate(r.fill).c_str(), rate(r.to_device).c_str(), rate(r.to_host).c_str(),
+        st.clock.c_str());
   else
     std::fprintf(out, "  limit        not probed (--probe-mib 0); critical path %s per step (p50 %s, p99 %s; %s)\n",
                  us(f.critical.mean).c_str(), us(f.critical.p50).c_str(), us(f.critical.p99).c_str(), st.clock.c_str());

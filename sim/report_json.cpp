@@ -46,7 +46,9 @@ nlohmann::json limit_json(const Stats& st) {
   j["probe"] = {{"bytes", r.probe_bytes},
                 {"method",
                  "Kokkos::deep_copy between two device buffers (copy), of a value into one (fill), and between one "
-                 "and a buffer in the host tier's memory space both ways; best of 4 after an untimed one"},
+                 "and a buffer in the host tier's memory space both ways; the best of the repetitions after an "
+                 "untimed one"},
+                {"repetitions", r.repetitions},
                 {"copy_gb_per_s", r.copy / 1e9},
                 {"fill_gb_per_s", r.fill / 1e9},
                 {"host_to_device_gb_per_s", r.to_device / 1e9},

@@ -87,7 +87,7 @@ struct SimConfig {
   std::vector<Fault> faults;
   int tp = 1;
   std::int64_t max_steps = 0;   ///< stop after N steps (0: run to completion)
-  std::int64_t probe_mib = -1;  ///< the start-up rate probe's MiB (-1: 256 on GPUs, 64 on hosts; 0: none)
+  std::int64_t probe_mib = -1;  ///< the start-up rate probe's MiB (-1: default_probe_bytes(); 0: none)
 };
 
 }  // namespace statexfer::sim

@@ -5,7 +5,8 @@
 #      reads) is refused with row_in_use and writes nothing: on hosts the step's
 #      batch runs between the offloads' validate and apply, so the refusal is
 #      certain; every other command applied;
-#   2. its limit: rates probed, the limit and the efficiency positive (the
+#   2. its limit: the default probe's size (a full batch's rows on hosts),
+#      rates probed, the limit and the efficiency positive (the
 #      critical path is at least the limit only where the probe ran alone: a
 #      host sharing its cores with other tests can probe below the rate its
 #      steps then get, so that is reported, not asserted; test_sim_tier.cpp
@@ -54,6 +55,23 @@ expect("one command refused with code 7, every other applied, every request done
        in_use EQUAL 1 AND none EQUAL _others AND completed EQUAL 400)
 
 # 2. The limit and the tier stream's figures of that run.
+# The default probe: 256 MiB on GPUs; on hosts a full batch's rows, 1 to 64 MiB (sim/limit.hpp).
+field(probe_bytes "${_j}" limit probe bytes)
+field(probe_reps "${_j}" limit probe repetitions)
+field(backend "${_j}" backend)
+field(capacity "${_j}" config capacity)
+field(row_bytes "${_j}" config pool_row_bytes_per_rank)
+math(EXPR _want "${capacity} * ${row_bytes}")
+if(_want LESS 1048576)
+  set(_want 1048576)
+elseif(_want GREATER 67108864)
+  set(_want 67108864)
+endif()
+if(backend MATCHES "^(Cuda|HIP)")
+  set(_want 268435456)
+endif()
+expect("the default probe (${probe_bytes} B, ${probe_reps} repetitions) is ${_want} B on ${backend}"
+       probe_bytes EQUAL _want AND probe_reps GREATER_EQUAL 4)
 foreach(_f copy_gb_per_s fill_gb_per_s host_to_device_gb_per_s device_to_host_gb_per_s)
   field(rate "${_j}" limit probe ${_f})
   expect("the probe measured ${_f} (${rate})" rate GREATER 0)

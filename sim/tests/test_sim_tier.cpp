@@ -178,6 +178,27 @@ TEST(SimLimit, EachKindOfBytesTakesItsRate) {
   EXPECT_EQ(m.total(), 110);
 }
 
+TEST(SimLimit, TheProbeSitsWhereAStepsRowsDo) {
+  constexpr std::int64_t mib = std::int64_t(1) << 20;
+  // GPUs: past the L2, whatever the rows.
+  EXPECT_EQ(default_probe_bytes(true, 64, 38992), 256 * mib);
+  EXPECT_EQ(default_probe_bytes(true, 1, 1), 256 * mib);
+  // Hosts: a full batch's rows, from 1 to 64 MiB.
+  EXPECT_EQ(default_probe_bytes(false, 64, 38992), 64 * 38992);
+  EXPECT_EQ(default_probe_bytes(false, 3, 1000001), 3 * 1000001);
+  EXPECT_EQ(default_probe_bytes(false, 1, 1), mib);
+  EXPECT_EQ(default_probe_bytes(false, 0, 38992), mib);
+  EXPECT_EQ(default_probe_bytes(false, 65, mib), 64 * mib);
+  EXPECT_EQ(default_probe_bytes(false, 4096, std::int64_t(52) << 20), 64 * mib);
+  EXPECT_EQ(default_probe_bytes(false, std::int64_t(1) << 40, std::int64_t(1) << 40), 64 * mib);  // no overflow
+  // More repetitions of shorter probes.
+  EXPECT_EQ(probe_repetitions(256 * mib), 4);
+  EXPECT_EQ(probe_repetitions(1024 * mib), 4);
+  EXPECT_EQ(probe_repetitions(64 * mib), 16);
+  EXPECT_EQ(probe_repetitions(mib), 32);
+  EXPECT_EQ(probe_repetitions(0), 4);
+}
+
 TEST(SimLimit, TheFiguresCountTheStepsWithCommands) {
   Stats st;
   st.step_commands = {2, 0, 1, 3};
