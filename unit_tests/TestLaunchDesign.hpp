@@ -45,7 +45,7 @@ TEST(TEST_CATEGORY, construction_apply_design) {
     EXPECT_EQ(t.launch_plan().compact_words, 4) << "work items under 64 KiB: 8 KiB units";
     EXPECT_FALSE(t.launch_plan().compact_handed_out) << "small rows: no team would hold 64 units";
     EXPECT_NE(
-        t.launch_summary().find(host ? " compact (1 units an item)" : " compact (1 units an item, 4 words a thread)"),
+        t.launch_summary().find(host ? " compact (1 unit an item)" : " compact (1 unit an item, 4 words a thread)"),
         std::string::npos)
         << t.launch_summary();
   }

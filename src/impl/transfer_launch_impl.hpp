@@ -182,6 +182,9 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   const auto& d = *data_;
   if (!d.prepared) return "not prepared";
   const LaunchPlan& p = d.launches;
+  const auto units_an_item = [](std::int64_t n) {
+    return std::to_string(n) + (n == 1 ? " unit" : " units") + " an item";
+  };
   // validate: teams x threads x lanes of the pair compares, or (sorted) those of its
   // first launch and up to how many live rows it compares pairs, a sort team per chunk
   // of each key array, decide; apply: a flat grid of threads per work item
@@ -197,11 +200,11 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   const std::string items = std::to_string(p.work_items);
   const std::string persistent = std::to_string(p.persistent_teams) + "x" +
                                  std::to_string(std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128) +
-                                 " persistent (" + std::to_string(p.persistent_units) + " units an item)";
+                                 " persistent (" + units_an_item(p.persistent_units) + ")";
   const std::string compact =
       std::to_string(p.compact_teams) + "x" +
       std::to_string(std::is_same_v<memory_space, Kokkos::HostSpace> ? 1 : 128) + " compact (" +
-      std::to_string(p.compact_units) + " units an item" +
+      units_an_item(p.compact_units) +
       (std::is_same_v<memory_space, Kokkos::HostSpace> ? ")"
                                                        : ", " + std::to_string(p.compact_words) + " words a thread" +
                                                              (p.compact_staged       ? ", handed out, staged)"
