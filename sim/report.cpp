@@ -98,8 +98,8 @@ void print_limit(std::FILE* out, const Stats& st) {
   const double n = static_cast<double>(std::max<std::int64_t>(st.steps, 1));
   std::fprintf(out,
                "  tier stream  %s launches (onloads, then offloads; apply league %s): %s each (p99 %s), limit %s: "
-               "efficiency %.1f%%; the host waited %s per step for them; %s restores read rows being onloaded (%s "
-               "steps waited for the onloads)\n",
+               "efficiency %.1f%%; the host waited %s per step for them; restores of rows being onloaded %s (steps "
+               "that waited for the onloads %s)\n",
                grouped(f.launches).c_str(), st.tier_teams > 0 ? grouped(st.tier_teams).c_str() : "default",
                us(f.tier.mean).c_str(), us(f.tier.p99).c_str(), us(f.tier_limit).c_str(), 100 * f.tier_efficiency,
                us(1e6 * st.tier_wait_s / n).c_str(), grouped(st.restores_after_onload).c_str(),
