@@ -64,7 +64,7 @@ class Engine {
     constexpr bool gpu = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
     const std::int64_t bytes =
         cfg_.probe_mib >= 0 ? cfg_.probe_mib << 20 : default_probe_bytes(gpu, geometry_.capacity, geometry_.row_bytes);
-    stats().rates = probe_rates(device_.instance(), bytes, probe_repetitions(bytes));
+    stats().rates = probe_rates(device_.instance(), bytes);
   }
 
   /// Runs every request (or --max-steps steps), then the final checks.

@@ -26,9 +26,7 @@ inline std::int64_t default_probe_bytes(bool gpu, std::int64_t capacity, std::in
 /// Timed repetitions of a probe of `bytes`: 4 for 256 MiB and more, up to 32
 /// for smaller ones, whose short copies vary more with the host's load.
 inline int probe_repetitions(std::int64_t bytes) {
-  const std::int64_t quarter_gib = std::int64_t(256) << 20;
-  return static_cast<int>(
-      std::clamp<std::int64_t>(bytes > 0 ? 4 * quarter_gib / std::max<std::int64_t>(bytes, 1) : 4, 4, 32));
+  return static_cast<int>(bytes > 0 ? std::clamp<std::int64_t>((std::int64_t(1) << 30) / bytes, 4, 32) : 4);
 }
 
 /// Bytes of applied commands, by how they move.

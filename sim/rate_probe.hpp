@@ -8,8 +8,8 @@
 // both ways. On Kokkos::Cuda these are cudaMemcpyAsync (device to device, and
 // pinned host <-> device) and cudaMemsetAsync on the simulator's stream, timed
 // with CUDA events; on hosts Kokkos' parallel host copies, timed by the host's
-// clock. Each rate is the best of a few repetitions after a first, untimed one;
-// the fill's is at least the copy's.
+// clock. Each rate is the best of 4 to 32 repetitions (probe_repetitions())
+// after a first, untimed one; the fill's is at least the copy's.
 
 #include <Kokkos_Core.hpp>
 
@@ -25,7 +25,8 @@
 namespace statexfer::sim {
 
 template <class Exec>
-CopyRates probe_rates(const Exec& exec, std::int64_t bytes, int repetitions) {
+CopyRates probe_rates(const Exec& exec, std::int64_t bytes) {
+  const int repetitions = probe_repetitions(bytes);
   CopyRates r;
   if (bytes <= 0) return r;
   // Words, so that the fill writes words as the library's resets do (a fill
