@@ -7,7 +7,9 @@
 // or nearby values, records copied from another slot or another prefill
 // rank, records overwritten with raw bytes, and checksums recomputed over
 // edited headers (never over an edited payload, so that a record that passes
-// every check carries the payload of the row it names). Then a batch of
+// every check carries the payload of the row it names: an export's payload,
+// not always its slot's, when an edited header was checksummed and the record
+// then copied to another slot). Then a batch of
 // imports (well-formed, with stale keys or endpoints, or raw values), the
 // pool's usable-row count and num_ops.
 //
@@ -18,7 +20,8 @@
 // the payload's endpoint and key against the header's, then 4; landing, the
 // last two after 4). The pool must then be what it
 // was, except each command of code 0, whose row must be the oracle's shard
-// (test_common/reshard.hpp) of the row the record's slot carried, in every
+// (test_common/reshard.hpp) of the row each record's payload carries (the
+// bytes each prefill rank's record supplies, from its slices), in every
 // byte a region holds (the alignment gaps between regions keep their bytes),
 // and, landing, each row refused only by its last two checks, whose endpoint must
 // be -1 (its regions' other bytes are the payload's); the wires must be
@@ -86,7 +89,32 @@ struct Peer {
   std::int64_t endpoint_at = -1, key_at = -1;  // the record's bytes of the row's endpoint and key, where it has them
   std::vector<statexfer::SliceRange> slices;
   std::vector<std::uint8_t> pristine;  // C records as the exports wrote them
+  std::vector<std::uint8_t> supplies;  // 0xff where decode rank j's row takes its byte from this peer's record
 };
+
+// 0xff over the bytes of the whole row (a group of one, as oracle_shard() lays it out) that hold the units
+// of `slices`, in every block of their regions; 0 elsewhere.
+std::vector<std::uint8_t> whole_mask(const std::vector<statexfer::ModelRegion>& regions,
+                                     const std::vector<statexfer::SliceRange>& slices, std::int64_t whole_bytes) {
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(whole_bytes), 0);
+  std::int64_t from = 0;
+  int g = 0;
+  for (const auto& region : regions) {
+    from = (from + 15) / 16 * 16;
+    std::int64_t block = 0;
+    for (const auto& seg : region.segments) block += seg.units * seg.unit_bytes;
+    std::int64_t in_block = 0;
+    for (const auto& seg : region.segments) {
+      const auto& range = slices[static_cast<std::size_t>(g++)];
+      for (std::int64_t b = 0; b < region.blocks && range.end > range.begin; ++b)
+        std::memset(mask.data() + from + b * block + in_block + range.begin * seg.unit_bytes, 0xff,
+                    static_cast<std::size_t>((range.end - range.begin) * seg.unit_bytes));
+      in_block += seg.units * seg.unit_bytes;
+    }
+    from += region.blocks * block;
+  }
+  return mask;
+}
 
 struct Rig {
   ModelLayout model;
@@ -151,7 +179,9 @@ struct Rig {
         if (code != 0) fail("a rig's export was refused");
       const std::int64_t rb = statexfer::record_bytes(model, {p, i}, {d, j});
       if (rb == 0) continue;
-      Peer peer{i, rb, 0, -1, -1, model.slices(p, i, d, j), get<std::uint8_t>(wires.wire(i, j))};
+      Peer peer{i, rb, 0, -1, -1, model.slices(p, i, d, j), get<std::uint8_t>(wires.wire(i, j)), {}};
+      peer.supplies =
+          ft::oracle_shard(model.regions(), whole_mask(model.regions(), peer.slices, whole.row_bytes()), d, j);
       // The payload: every nonempty run of every block, padded to 8 bytes (§17).
       int g = 0;
       for (const auto& region : model.regions()) {
@@ -167,6 +197,12 @@ struct Rig {
       }
       if ((header + peer.payload_bytes + 15) / 16 * 16 != rb) fail("record_bytes is not header + payload, rounded");
       peers.push_back(std::move(peer));
+    }
+    // Each byte decode rank j's row holds comes from exactly one peer's record (ModelLayout::slices()).
+    for (std::size_t b = 0; b < held.size(); ++b) {
+      int suppliers = 0;
+      for (const Peer& peer : peers) suppliers += peer.supplies[b] != 0 ? 1 : 0;
+      if (suppliers != (held[b] != 0 ? 1 : 0)) fail("a held byte without exactly one supplying record");
     }
     pool = statexfer::StatePool<Exec>(model.local(d, j), rows, 1);
     landing_pool = statexfer::StatePool<Exec>(model.local(d, j), rows, 1);
@@ -184,6 +220,29 @@ struct Rig {
         if (code(peer, peer.pristine, k, keys[static_cast<std::size_t>(k)], endpoints[static_cast<std::size_t>(k)]) !=
             0)
           fail("the oracle refuses a record as exported");
+  }
+
+  /// The row an import of `slot` that passes every check lands: each peer's bytes from the row whose export
+  /// payload its record carries. A header edited (key, endpoint, slot) over an export's payload, its checksum
+  /// recomputed and the record copied to another slot, passes for the row it names, whose payload it holds.
+  std::vector<std::uint8_t> landed_row(const std::vector<std::vector<std::uint8_t>>& images, std::int64_t slot) const {
+    std::vector<std::uint8_t> row(shards.front().size(), 0);
+    for (std::size_t q = 0; q < peers.size(); ++q) {
+      const Peer& peer = peers[q];
+      const auto payload = [&](const std::vector<std::uint8_t>& b, std::int64_t k) {
+        return b.data() + k * peer.record_bytes + header;
+      };
+      std::int64_t origin = -1;
+      for (std::int64_t k = 0; k < C && origin < 0; ++k)
+        if (std::memcmp(payload(images[q], slot), payload(peer.pristine, k),
+                        static_cast<std::size_t>(peer.payload_bytes)) == 0)
+          origin = k;
+      if (origin < 0) fail("a record that passes every check carries no export's payload");
+      const auto& shard = shards[static_cast<std::size_t>(origin)];
+      for (std::size_t b = 0; b < row.size(); ++b)
+        if (peer.supplies[b] != 0) row[b] = shard[b];
+    }
+    return row;
   }
 
   /// §17's code for the record at `slot` of `bytes` (a peer's wire image), for an import of (key, endpoint);
@@ -429,14 +488,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         // -1; a passing one's the shard, published.
         const std::size_t row = static_cast<std::size_t>(dst[at] * rig.pool.row_bytes());
         const auto got = get<std::uint8_t>(rig.landing_pool.backing());
-        const auto& shard = rig.shards[static_cast<std::size_t>(src[at])];
-        for (std::size_t b = 0; b < shard.size(); ++b)
+        const auto shard = landing_code == 0 ? rig.landed_row(images, src[at]) : std::vector<std::uint8_t>{};
+        for (std::size_t b = 0; b < rig.held.size(); ++b)
           if (rig.held[b] != 0) landed[row + b] = landing_code == 0 ? shard[b] : got[row + b];
         if (landing_code != 0) store(landed, static_cast<std::int64_t>(row) + rig.consumed_offset, std::int64_t{-1});
       }
     }
     if (code == 0 && r < live) {
-      const auto& shard = rig.shards[static_cast<std::size_t>(src[at])];
+      const auto shard = rig.landed_row(images, src[at]);
       for (std::size_t b = 0; b < shard.size(); ++b)
         if (rig.held[b] != 0) pool[static_cast<std::size_t>(dst[at] * rig.pool.row_bytes()) + b] = shard[b];
     }
