@@ -51,7 +51,8 @@ void fill_pattern(const View& v, int salt) {
 /// STATEXFER_VALIDATE_AND_APPLY (0 two launches, 1 teams, 2 flat grid, 3 persistent),
 /// STATEXFER_APPLY_DESIGN (0 teams, 1 flat grid, 2 persistent, 3 compact),
 /// STATEXFER_APPLY_WORDS (0: the teams), STATEXFER_APPLY_TEAMS, STATEXFER_COMPACT_WORDS,
-/// STATEXFER_COMPACT_STAGED (1: staged units, -1: registers), STATEXFER_APPLY_TEAM_SIZE,
+/// STATEXFER_COMPACT_STAGED (1: staged units, -1: registers), STATEXFER_COMPACT_HANDOUT (1: units handed
+/// out, -1: strided), STATEXFER_APPLY_TEAM_SIZE,
 /// STATEXFER_APPLY_TILE_BYTES, STATEXFER_APPLY_BULK (0: no bulk copies), STATEXFER_VALIDATE_PAIRS_CAPACITY,
 /// STATEXFER_VALIDATE_ROWS_PER_TEAM, STATEXFER_VALIDATE_PEERS_PER_LANE, STATEXFER_VALIDATE_CHUNK,
 /// STATEXFER_VALIDATE_GROUPS, STATEXFER_FUSED_BLOCK, STATEXFER_FUSED_ROUNDS.
@@ -86,6 +87,7 @@ inline statexfer::TransferOptions options_from_environment() {
   read("STATEXFER_APPLY_TEAMS", o.expert.apply_teams);
   read("STATEXFER_COMPACT_WORDS", o.expert.compact_words);
   read("STATEXFER_COMPACT_STAGED", o.expert.compact_staged);
+  read("STATEXFER_COMPACT_HANDOUT", o.expert.compact_handout);
   read("STATEXFER_APPLY_TEAM_SIZE", o.expert.apply_team_size);
   read("STATEXFER_APPLY_TILE_BYTES", o.expert.apply_tile_bytes);
   int bulk = -1;

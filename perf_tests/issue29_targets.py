@@ -7,7 +7,10 @@ usage: issue29_targets.py [--baseline FILE[,FILE...]] [--no-baseline] PATH...
               (--benchmark_out: the partial, tier-streams, facts and models sets,
               a file of shapes such as shapes/large-batch.txt), the reference's
               (seed-bench*.json: run_seed.py bench or reference_shapes.py) and
-              statexfer-sim's reports (--json)
+              statexfer-sim's reports (--json); a run cut by its time limit
+              leaves its bench JSON unterminated: then its console lines are
+              read instead, from FILE.txt beside FILE.json (device-run's tee),
+              and a .txt PATH is read as console lines too
   --baseline  the bench JSON that perf_tests/RESULTS.md's full-batch tables come
               from (default: its facts and models files of 2026-11-30); a shape
               measured here and there is compared step by step (2% noise allowed)
@@ -38,11 +41,12 @@ def us(b):
     return {"ns": t / 1e3, "us": t, "ms": t * 1e3, "s": t * 1e6}[b["time_unit"]]
 
 
-def records(paths):
-    """(contexts, {key: {step: entry}}) over bench JSON files; the median aggregate wins where repetitions ran."""
+def records(paths, loaded=None):
+    """(contexts, {key: {step: entry}}) over bench JSON files (or what `loaded` holds for a path); the median
+    aggregate wins where repetitions ran."""
     contexts, out = [], {}
     for p in paths:
-        data = json.load(open(p))
+        data = (loaded or {}).get(p) or json.load(open(p))
         contexts.append((p, data.get("context", {})))
         for b in data["benchmarks"]:
             if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
@@ -61,6 +65,25 @@ def records(paths):
             if prev is None or b.get("run_type") == "aggregate" or prev.get("run_type") != "aggregate":
                 out[key][step] = b
     return contexts, out
+
+
+SI = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+CONSOLE = re.compile(r"^(\S+/manual_time)\s+([0-9.]+) (ns|us|ms|s)\s+[0-9.]+ (?:ns|us|ms|s)\s+\d+\s*(.*)$")
+
+
+def console_records(path):
+    """A bench's console lines as its JSON would hold them: name, real time and the counters (SI suffixes, 3-6
+    significant digits, as the console prints them)."""
+    out = []
+    for line in open(path, errors="replace"):
+        m = CONSOLE.match(line.rstrip("\n"))
+        if not m:
+            continue
+        b = {"name": m.group(1), "run_type": "iteration", "real_time": float(m.group(2)), "time_unit": m.group(3)}
+        for kv in re.finditer(r"(\w+)=(-?[0-9.]+(?:e[-+]?\d+)?)([kMGTmun]?)(?:/s)?(?=\s|$)", m.group(4)):
+            b[kv.group(1)] = float(kv.group(2)) * SI[kv.group(3)]
+        out.append(b)
+    return {"context": {"source": path}, "benchmarks": out}
 
 
 def ok(b):
@@ -300,15 +323,20 @@ def main(argv):
     files = []
     for p in paths:
         files += sorted(glob.glob(os.path.join(p, "*.json"))) if os.path.isdir(p) else [p]
-    benches, refs, reports = [], {}, []
+    benches, refs, reports, loaded = [], {}, [], {}
     for p in files:
         try:
-            data = json.load(open(p))
+            data = console_records(p) if p.endswith(".txt") else json.load(open(p))
         except (OSError, ValueError) as e:
-            print(f"issue29_targets.py: {p}: {e}", file=sys.stderr)
-            continue
+            console = os.path.splitext(p)[0] + ".txt"
+            if not os.path.isfile(console):
+                print(f"issue29_targets.py: {p}: {e}", file=sys.stderr)
+                continue
+            print(f"issue29_targets.py: {p}: {e}; reading its console lines, {console}", file=sys.stderr)
+            p, data = console, console_records(console)
         if isinstance(data, dict) and "benchmarks" in data:
             benches.append(p)
+            loaded[p] = data
         elif isinstance(data, list) and all(isinstance(r, dict) and "name" in r for r in data):
             refs.update({r["name"]: r for r in data})
         elif isinstance(data, dict) and str(data.get("format", "")).startswith("statexfer-sim"):
@@ -316,7 +344,7 @@ def main(argv):
     if not benches and not reports:
         print(__doc__, file=sys.stderr)
         return 1
-    contexts, rec = records(benches)
+    contexts, rec = records(benches, loaded)
     base = records([b for b in baseline if os.path.isfile(b)])[1] if baseline else {}
     c = contexts[0][1] if contexts else {}
     print(f"# Issue 29's targets: {c.get('date', '?')[:16].replace('T', ' ')}, {c.get('device', c.get('execution_space', '?'))}, "

@@ -355,6 +355,7 @@ class DeviceState {
       config.speculative.move = cfg_.commit_copy ? statexfer::CommitMove::copy : statexfer::CommitMove::remap;
     }
     config.options.expert.compact_staged = cfg_.staged_units;
+    config.options.expert.compact_handout = cfg_.handed_out_units;
     step_.build(pool_, step_.commands(), tables_, config);
     if (!tier_stream()) return;
     const std::int64_t C = g_.capacity;

@@ -23,7 +23,7 @@ struct Text {
   std::string prefix_len = "256:1024", input_len = "16:256", output_len = "8:48";
   std::string trace_format = "auto", policy = "ends", model_writes = "read", commit_move = "remap";
   std::string tier_moves = "stream";
-  std::string staged_units = "auto";
+  std::string staged_units = "auto", handed_out_units = "auto";
   std::vector<std::string> faults;
   bool no_graphs = false, no_combine = false, no_completion = false;
 };
@@ -117,6 +117,12 @@ void add_geometry(CLI::App& app, Options& o, Text& t) {
   app.add_option("--staged-units", t.staged_units,
                  "the step's apply() on GPUs with bulk copies (options.expert.compact_staged): auto (the library's "
                  "default: registers), on (staged units) or off (registers); the tier batches keep the default")
+      ->group(geo)
+      ->capture_default_str();
+  app.add_option("--handed-out-units", t.handed_out_units,
+                 "the step's apply() on GPUs (options.expert.compact_handout): auto (the library's default: handed "
+                 "out above 64 commands), on (units handed out to the teams) or off (each team strides over its "
+                 "own); the tier batches keep the default")
       ->group(geo)
       ->capture_default_str();
   app.add_option("--page-tokens", cfg.page_tokens, "tokens per KV page")->group(geo)->capture_default_str();
@@ -338,9 +344,14 @@ void check(const CLI::App& app, Options& o, const Text& t) {
   if (t.tier_moves != "stream" && t.tier_moves != "step")
     throw CLI::ValidationError("--tier-moves", "expected stream or step, got '" + t.tier_moves + "'");
   cfg.tier_stream = t.tier_moves == "stream";
-  if (t.staged_units != "auto" && t.staged_units != "on" && t.staged_units != "off")
-    throw CLI::ValidationError("--staged-units", "expected auto, on or off, got '" + t.staged_units + "'");
-  cfg.staged_units = t.staged_units == "on" ? 1 : t.staged_units == "off" ? -1 : 0;
+  // An expert option of the library: auto 0 (its default), on 1, off -1.
+  const auto auto_on_off = [](const char* option, const std::string& text) {
+    if (text != "auto" && text != "on" && text != "off")
+      throw CLI::ValidationError(option, "expected auto, on or off, got '" + text + "'");
+    return text == "on" ? 1 : text == "off" ? -1 : 0;
+  };
+  cfg.staged_units = auto_on_off("--staged-units", t.staged_units);
+  cfg.handed_out_units = auto_on_off("--handed-out-units", t.handed_out_units);
   if (cfg.tier_teams < 0 || cfg.tier_teams > (1 << 20))
     throw CLI::ValidationError("--tier-teams", "must be 0 (default) to 2^20");
   if (cfg.probe_mib < -1 || cfg.probe_mib > 65536)

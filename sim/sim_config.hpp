@@ -51,7 +51,8 @@ struct SimConfig {
   std::int64_t host_snapshot_rows = 0;  ///< host-tier rows of the prefix cache (0: no host tier)
   bool tier_stream = true;              ///< host-tier moves in batches of their own on a stream of their own
   std::int64_t tier_teams = 0;          ///< their apply()'s league (0: 1/12 of the SMs on GPUs, the default on hosts)
-  int staged_units = 0;  ///< the step's apply(): options.expert.compact_staged (0 the default, 1 on, -1 off)
+  int staged_units = 0;      ///< the step's apply(): options.expert.compact_staged (0 the default, 1 on, -1 off)
+  int handed_out_units = 0;  ///< the step's apply(): options.expert.compact_handout (0 the default, 1 on, -1 off)
   std::int64_t page_tokens = 16;
   std::int64_t row_bytes = 32768;  ///< recurrent (SSM + conv) state bytes per row
   std::int64_t kv_planes = 2;
