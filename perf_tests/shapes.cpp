@@ -149,9 +149,7 @@ std::int64_t layout_row_bytes(const Shape& s) {
   return std::max(s.row_bytes, 64 + s.page_regions * s.page_bytes + s.trailing * 2 * s.page_bytes);
 }
 
-std::int64_t command_bytes(const Shape& s) {
-  return layout_row_bytes(s) + s.page_regions * s.page_bytes + s.trailing * 2 * s.page_bytes;
-}
+std::int64_t command_bytes(const Shape& s) { return layout_row_bytes(s); }
 
 bool expressible(const NamedShape& s) { return s.shape.gap == 0 && s.shape.page_tokens == 16 && s.shape.width == 16; }
 

@@ -42,8 +42,12 @@ struct NamedShape {
 };
 
 // The workload's row bytes (the shape's, or more when its regions need it:
-// 64 bytes of scalars, the page regions, the trailing regions of 2 pages) and
-// the bytes one snapshot command writes (the row and its saved pages).
+// 64 bytes of scalars, the page regions, the trailing regions of 2 pages),
+// which hold the page regions, and the bytes one snapshot command writes, each
+// byte once: the row, its page regions from the caches (docs/CONTRACT.md §5;
+// apply() skips the row's bytes that a page overwrites). The reference's
+// benchmark counts the regions twice (its row copy writes them, then its page
+// copies), so its GB/s and memcpy yardstick are of the row and its pages.
 std::int64_t layout_row_bytes(const Shape& s);
 std::int64_t command_bytes(const Shape& s);
 

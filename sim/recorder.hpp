@@ -116,13 +116,14 @@ class Recorder {
   }
 
  private:
-  // This rank's bytes of one applied command: the row, its partial page in every
-  // KV plane, its trailing pages in every draft plane. An offload's bytes go to
-  // the host, an onload's and a restore from the host's (its row and the pages
-  // it restores from that row) come from it.
+  // This rank's bytes of one applied command, each byte it writes once: the row,
+  // its partial page in every KV plane, its trailing pages in every draft plane.
+  // A snapshot's pages overwrite the row's page regions, which its row copy then
+  // skips (docs/CONTRACT.md §5): it writes the row's bytes; a restore writes the
+  // row and, from the row's regions, the pages. An offload's bytes go to the
+  // host, an onload's and a restore from the host's come from it.
   MovedBytes bytes(const Command& c, int kind) {
     MovedBytes m;
-    st_.row_bytes_moved += g_.row_copy_bytes;
     std::int64_t pages = 0;
     if (c.operation == statexfer::op_copy || c.operation == statexfer::op_restore_from_host) {
       if (c.expected_consumed % g_.page_tokens != 0) pages += g_.kv_planes * g_.kv_page_bytes;
@@ -132,8 +133,10 @@ class Recorder {
           pages += g_.draft_planes * g_.draft_page_bytes;
       }
     }
+    const std::int64_t row = kind == kind_snapshot ? g_.row_copy_bytes - pages : g_.row_copy_bytes;
+    st_.row_bytes_moved += row;
     st_.page_bytes_moved += pages;
-    if (kind == kind_snapshot) st_.snapshot_bytes += g_.row_copy_bytes + pages;
+    if (kind == kind_snapshot) st_.snapshot_bytes += row + pages;
     switch (c.operation) {
       case statexfer::op_offload:
         st_.bytes_to_host += g_.row_copy_bytes;
@@ -141,11 +144,11 @@ class Recorder {
         break;
       case statexfer::op_onload:
       case statexfer::op_restore_from_host:
-        st_.bytes_from_host += g_.row_copy_bytes + pages;
-        m.to_device = g_.row_copy_bytes + pages;
+        st_.bytes_from_host += row + pages;
+        m.to_device = row + pages;
         break;
       case statexfer::op_reset: m.fill = g_.row_copy_bytes; break;
-      default: m.copy = g_.row_copy_bytes + pages;
+      default: m.copy = row + pages;
     }
     return m;
   }
