@@ -147,6 +147,39 @@ def partial(rec, ref):
     return checks, rows
 
 
+def partial_matrix(rows):
+    """The partial set in one table: a row of shapes per row size, a column per capacity; in each cell the one call's
+    µs over the bound at 1, 2, 4 and 16 live (+: missed; "met") and the full batch over the copy kernel."""
+    cells, names, caps = {}, [], set()
+    for key, r, _ in rows:
+        if r is None or r["one"] is None:
+            continue
+        name = key.split("/")[1]
+        if name not in names:
+            names.append(name)
+        caps.add(r["C"])
+        over = r["one"] - r["bound"]
+        if r["live"] == r["C"]:
+            text = f"full {r['one'] / r['copy']:.3f}x" + ("" if over <= 0 else f" (+{over:.1f})")
+        else:
+            text = "met" if over <= 0 else f"+{over:.1f}"
+        cells.setdefault((name, r["C"]), []).append((r["live"], text))
+    if not cells:
+        return
+    caps = sorted(caps)
+    print("By row and capacity: µs over the bound at each live count (+: missed), then the full batch over the "
+          "copy kernel\n")
+    print("| rows | " + " | ".join(f"C = {c}" for c in caps) + " |")
+    print("| --- | " + " | ".join("---" for _ in caps) + " |")
+    for name in names:
+        out = []
+        for c in caps:
+            got = sorted(cells.get((name, c), []))
+            out.append(", ".join(t for _, t in got) if got else "-")
+        print(f"| {name} | " + " | ".join(out) + " |")
+    print()
+
+
 def validate_targets(rec):
     cur = {}
     for key, steps in rec.items():
@@ -355,7 +388,8 @@ def main(argv):
             print(f"Partial shapes left out for memory ({os.path.basename(p)}, budget {ctx.get('partial_budget_GiB')} "
                   f"GiB): {ctx['partial_skipped']}\n")
     checks = []
-    pchecks, _ = partial(rec, refs)
+    pchecks, prows = partial(rec, refs)
+    partial_matrix(prows)
     if pchecks:
         missed = [c for c in pchecks if not c[1]]
         worst = min(pchecks, key=lambda c: c[2])
