@@ -88,6 +88,7 @@ inline statexfer::TransferOptions options_from_environment() {
   read("STATEXFER_COMPACT_WORDS", o.expert.compact_words);
   read("STATEXFER_COMPACT_STAGED", o.expert.compact_staged);
   read("STATEXFER_COMPACT_HANDOUT", o.expert.compact_handout);
+  read("STATEXFER_COMPACT_JOINT_PAGES", o.expert.compact_joint_pages);
   read("STATEXFER_APPLY_TEAM_SIZE", o.expert.apply_team_size);
   read("STATEXFER_APPLY_TILE_BYTES", o.expert.apply_tile_bytes);
   int bulk = -1;

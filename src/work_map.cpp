@@ -51,11 +51,13 @@ std::vector<WorkItem> build_work_map(std::int64_t row_bytes,
     }
     const std::int32_t binding = owner < 0 ? -1 : static_cast<std::int32_t>(owner / 2);
     const std::int32_t part = owner < 0 ? 0 : static_cast<std::int32_t>(owner % 2);
+    const auto joint = [&](const BindingSpan& b) { return b.binding == binding && b.joint; };
+    if (binding >= 0 && std::any_of(bindings.begin(), bindings.end(), joint)) continue;  // its work_joint tiles
     push_tiles(items, work_row, it->first, std::min(next->first, row_bytes), binding, part, tile);
   }
   for (const auto& b : bindings)
     for (std::int32_t part = 0; part < b.parts; ++part)
-      push_tiles(items, work_page, 0, b.page_bytes, b.binding, part, tile);
+      push_tiles(items, b.joint ? work_joint : work_page, 0, b.page_bytes, b.binding, part, tile);
   return items;
 }
 

@@ -79,6 +79,19 @@ TEST(TEST_CATEGORY, construction_apply_design) {
     s.config.options.expert.no_bulk_copies = false;
     s.config.options.expert.compact_staged = 0;
   }
+  {
+    // The compact grid's map joins kv's row bytes and its page: 3 work items a row (the bytes before kv, kv,
+    // the bytes after it), the other grids' 4 (kv's row bytes and its page apart); -1 keeps them apart.
+    auto joint = s.make();
+    joint.prepare(Exec());
+    EXPECT_EQ(joint.launch_plan().work_items, 4 * 4);
+    EXPECT_EQ(joint.launch_plan().compact_work_items, 4 * 3);
+    s.config.options.expert.compact_joint_pages = -1;
+    auto apart = s.make();
+    apart.prepare(Exec());
+    EXPECT_EQ(apart.launch_plan().compact_work_items, 4 * 4);
+    s.config.options.expert.compact_joint_pages = 0;
+  }
   s.config.options.apply = statexfer::ApplyDesign::flat_grid;
   for (const int words : {1, 2, 4}) {
     s.config.options.expert.apply_words = words;
@@ -129,6 +142,8 @@ TEST(TEST_CATEGORY, construction_options_ranges) {
       {"options.expert.compact_handout", [](auto& o) { o.expert.compact_handout = 2; }},
       {"options.expert.compact_handout", [](auto& o) { o.expert.compact_handout = -2; }},
       {"options.expert.compact_staged", [](auto& o) { o.expert.compact_staged = 2; }},
+      {"options.expert.compact_joint_pages", [](auto& o) { o.expert.compact_joint_pages = 2; }},
+      {"options.expert.compact_joint_pages", [](auto& o) { o.expert.compact_joint_pages = -2; }},
       {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 32; }},
       {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 100; }},
       {"options.expert.validate_pairs_capacity", [](auto& o) { o.expert.validate_pairs_capacity = 1024; }},

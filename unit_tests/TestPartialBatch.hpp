@@ -46,6 +46,7 @@ struct Design {
   int compact_words = 0;  // the compact grid's 16-byte words a thread on GPUs (0: the default)
   int handout = 0;        // options.expert.compact_handout
   int staged = 0;         // options.expert.compact_staged (GPUs with bulk copies; elsewhere the compact grid's own)
+  int joint = 0;          // options.expert.compact_joint_pages
 };
 
 const std::vector<Design>& designs() {
@@ -61,6 +62,10 @@ const std::vector<Design>& designs() {
       // Staged units (16 KiB): three teams past 64 units each draw tickets; the default league too.
       {"compact_staged", ApplyDesign::compact, FusedDesign::two_launches, 3, false, 0, 0, 1},
       {"compact_staged_default_league", ApplyDesign::compact, FusedDesign::two_launches, 0, false, 0, 0, 1},
+      // A region's row bytes and its page as a row tile and a page tile apart (the default joins them).
+      {"compact_pages_apart", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 0, 0, 0, -1},
+      {"compact_pages_apart_handed_out", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 0, 1, 0, -1},
+      {"compact_pages_apart_staged", ApplyDesign::compact, FusedDesign::two_launches, 0, false, 0, 0, 1, -1},
       {"flat_grid", ApplyDesign::flat_grid, FusedDesign::two_launches, 0, true},
       {"teams", ApplyDesign::teams, FusedDesign::two_launches, 0, false},
       {"persistent", ApplyDesign::persistent, FusedDesign::two_launches, 0, false},
@@ -86,7 +91,7 @@ ft::Case partial_case(std::int64_t C, std::int64_t live, std::int64_t ssm_bytes 
   cfg.salt = C + live;
   cfg.regions = {{"consumed_tokens", 8, statexfer::DType::int64, 8},
                  {"ssm", ssm_bytes, statexfer::DType::uint8, 1},
-                 {"kv", 40, statexfer::DType::uint8, 16},
+                 {"kv", 48, statexfer::DType::uint8, 16},  // 16-byte words: the compact grid joins it
                  {"draft", 2 * 24, statexfer::DType::uint8, 8}};
   cfg.pages = {"kv"};
   cfg.trailing_pages = {"draft"};
@@ -129,6 +134,7 @@ TEST(TEST_CATEGORY, partial_batches_match_the_oracle_at_every_capacity_and_desig
         options.expert.compact_words = d.compact_words;
         options.expert.compact_handout = d.handout;
         options.expert.compact_staged = d.staged;
+        options.expert.compact_joint_pages = d.joint;
         if (d.small_tiles) options.expert.apply_tile_bytes = 1024;
         const bool one_call = d.fused != FusedDesign::two_launches;
         const std::string what = std::string(d.name) + "_C" + std::to_string(C) + "_live" + std::to_string(live);
@@ -205,6 +211,7 @@ TEST(TEST_CATEGORY, partial_batches_after_full_ones_leave_nothing_behind) {
       o.options.expert.compact_words = d.compact_words;
       o.options.expert.compact_handout = d.handout;
       o.options.expert.compact_staged = d.staged;
+      o.options.expert.compact_joint_pages = d.joint;
       ft::Batch<TEST_EXECSPACE> b(o);
       b.one_call = d.fused != FusedDesign::two_launches;
       const std::string what = std::string(d.name) + " C" + std::to_string(C);

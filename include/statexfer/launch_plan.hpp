@@ -40,7 +40,8 @@ struct LaunchPlan {
   int fused_rounds = 1;                                        ///< flat grid: rounds a block
   int fused_words = 0;                                         ///< flat grid: 16-byte words a thread a round
   // The compact grid (apply)
-  std::int64_t compact_teams = 0;   ///< its league
+  std::int64_t compact_teams = 0;       ///< its league
+  std::int64_t compact_work_items = 0;  ///< capacity x its work items a row (a region's row bytes and page one)
   int compact_units = 0;            ///< units (on GPUs 128 threads x compact_words, a work item on hosts) a work item
   int compact_words = 0;            ///< 16-byte words a thread moves a unit (GPUs)
   bool compact_handed_out = false;  ///< its units handed out to the teams as they ask (GPUs), else strided

@@ -49,6 +49,21 @@ KOKKOS_INLINE_FUNCTION bool page_written(const RowPlan& p, const BindingEntry& b
   return (p.flags & (part == 0 ? plan_trailing0 : plan_trailing1)) != 0;
 }
 
+/// Whether a copy's plan `p` moves page `part` of binding `b`: written, and not a restore's trailing part 0
+/// whose part 1 writes the same cache page after it.
+KOKKOS_INLINE_FUNCTION bool page_moves(const RowPlan& p, const BindingEntry& b, std::int32_t part) {
+  if (!page_written(p, b, part)) return false;
+  return !(b.trailing && part == 0 && !(p.flags & plan_snapshot) && (p.flags & plan_trailing0_shadowed));
+}
+
+/// Bytes at `offset` of the cache page that page `part` of binding `b` is in plan `p`.
+KOKKOS_INLINE_FUNCTION std::uint8_t* cache_page(const RowPlan& p, const BindingEntry& b, std::int32_t part,
+                                                std::int64_t offset) {
+  // A select, not an index: indexing the plan with a run-time value puts it in local memory.
+  const std::int64_t page = !b.trailing ? p.page : part == 0 ? p.tpage[0] : p.tpage[1];
+  return b.cache + page * b.page_bytes + offset;
+}
+
 /// Work item `item` of a row whose plan is `p` and error `error`.
 KOKKOS_INLINE_FUNCTION ItemMove item_move(const RowPlan& p, std::int32_t error, const WorkItem& item) {
   ItemMove m{nullptr, nullptr, 0, 0};

@@ -20,6 +20,11 @@
 // teams drift apart over many rounds, and the last ones then hold the launch,
 // while a few rounds striding cost no ask.
 //
+// Its work map joins a bound region's bytes in the row and its cache page
+// (work_joint, unless options.expert.compact_joint_pages is -1): a snapshot
+// that writes a page then has no units under it that move nothing, and a
+// restore loads the region once and stores it twice (joint_item_move()).
+//
 // Units of 4 KiB (two words a thread) for work items of a whole tile, 8 KiB
 // (four) for shorter ones (launch_plan.hpp); fetching the next unit's
 // addresses or words before the current unit's stores was no faster on the
@@ -52,12 +57,40 @@
 
 namespace statexfer::impl {
 
-/// One unit as a thread of its team sees it: n bytes from src (null: zeros) to dst; n = 0: nothing.
+/// One unit as a thread of its team sees it: n bytes from src (null: zeros) to dst, and to `also` when not
+/// null (a restore's cache page); n = 0: nothing.
 struct CompactUnit {
   std::uint8_t* dst;
   const std::uint8_t* src;
   std::int32_t n;
+  std::uint8_t* also;
 };
+
+/// Work item `item` of a row whose plan is `p` and error `error`, work_joint items included: the page
+/// region's bytes in the destination row, from the snapshot's cache page where it writes one, else from
+/// the source row (a reset: zeros), and a restore's to the cache page it writes too (`also`), as a row
+/// tile and a page tile of item_move() would move them.
+struct JointMove : ItemMove {
+  std::uint8_t* also;  // the same bytes to here too; null: nowhere else
+};
+KOKKOS_INLINE_FUNCTION JointMove joint_item_move(const RowPlan& p, std::int32_t error, const WorkItem& item) {
+  if (item.kind != work_joint) return {item_move(p, error, item), nullptr};
+  JointMove m{{nullptr, nullptr, 0, 0}, nullptr};
+  if (!(p.flags & plan_active) || error != 0 || (p.flags & plan_remap)) return m;
+  const BindingEntry& b = item.page;
+  const std::int64_t in_row = b.region_offset + item.part * b.page_bytes + item.offset;
+  m.dst = p.dst_row + in_row;
+  m.length = item.length;
+  if (!(p.flags & plan_copy)) return m;
+  m.src = p.src_row + in_row;
+  if (!page_moves(p, b, item.part)) return m;
+  std::uint8_t* cache = cache_page(p, b, item.part, item.offset);
+  if (p.flags & plan_snapshot)
+    m.src = cache;
+  else
+    m.also = cache;
+  return m;
+}
 
 template <class ExecutionSpace, int Words, bool HandedOut = false, bool Listed = false, bool Staged = false>
 struct CompactApplyFunctor {
@@ -105,8 +138,8 @@ struct CompactApplyFunctor {
   KOKKOS_INLINE_FUNCTION ListedUnit listed_unit(std::int32_t v, std::int32_t per_row) const {
     const std::int32_t k = v / per_row, rest = v - k * per_row;
     const std::int32_t item_index = rest / units_per_item, part = rest - item_index * units_per_item;
-    const ItemMove m = item_move(listed(k), 0, items(item_index));
-    ListedUnit l{{nullptr, nullptr, 0}, moves(move_rows + k), m.stamp};
+    const JointMove m = joint_item_move(listed(k), 0, items(item_index));
+    ListedUnit l{{nullptr, nullptr, 0, nullptr}, moves(move_rows + k), m.stamp};
     const std::int64_t at = host ? 0 : std::int64_t(part) * unit_bytes;
     if (at >= m.length) {
       l.stamp = 0;
@@ -118,6 +151,7 @@ struct CompactApplyFunctor {
     }
     l.u.dst = m.dst + at;
     l.u.src = m.src == nullptr ? nullptr : m.src + at;
+    l.u.also = m.also == nullptr ? nullptr : m.also + at;
     const std::int64_t left = m.length - at;
     l.u.n = static_cast<std::int32_t>(host || left < unit_bytes ? left : unit_bytes);  // hosts: the whole item
     return l;
@@ -127,12 +161,12 @@ struct CompactApplyFunctor {
   /// plan, code and work item (without listed plans). A key stamp is written
   /// here, by thread 0.
   KOKKOS_INLINE_FUNCTION CompactUnit unit(std::int32_t v, std::int32_t total, std::int32_t per_row, int t) const {
-    CompactUnit u{nullptr, nullptr, 0};
+    CompactUnit u{nullptr, nullptr, 0, nullptr};
     if (v >= total) return u;
     const std::int32_t k = v / per_row, rest = v - k * per_row;
     const std::int32_t item_index = rest / units_per_item, part = rest - item_index * units_per_item;
     const std::int32_t r = moves(move_rows + k);
-    const ItemMove m = item_move(plan(r), errors(r), items(item_index));
+    const JointMove m = joint_item_move(plan(r), errors(r), items(item_index));
     const std::int64_t at = host ? 0 : std::int64_t(part) * unit_bytes;
     if (at >= m.length) return u;
     if (m.stamp) {
@@ -141,15 +175,17 @@ struct CompactApplyFunctor {
     }
     u.dst = m.dst + at;
     u.src = m.src == nullptr ? nullptr : m.src + at;
+    u.also = m.also == nullptr ? nullptr : m.also + at;
     const std::int64_t left = m.length - at;
     u.n = static_cast<std::int32_t>(host || left < unit_bytes ? left : unit_bytes);  // hosts: the whole item
     return u;
   }
 
   /// Staged: whether unit v (below total) moves through a staging buffer: whole aligned 16-byte words of a
-  /// copy (ring_fits()) of a row outside the host tier (no bulk copies on mapped host memory).
+  /// copy (ring_fits()) to one destination of a row outside the host tier (no bulk copies on mapped host
+  /// memory).
   KOKKOS_INLINE_FUNCTION bool buffered(const CompactUnit& u, std::int32_t v, std::int32_t per_row) const {
-    return u.src != nullptr && ring_fits(u.dst, u.src, u.n, 0) &&
+    return u.src != nullptr && u.also == nullptr && ring_fits(u.dst, u.src, u.n, 0) &&
            !(plan(moves(move_rows + v / per_row)).flags & plan_host);
   }
 
@@ -170,12 +206,11 @@ struct CompactApplyFunctor {
     }
   }
 
-  /// A wide unit's stores from `v` and its edge bytes, or a narrower unit's whole move.
-  KOKKOS_INLINE_FUNCTION static void store(const CompactUnit& u, int t, const Word16 (&v)[Words]) {
-    if (u.n == 0) return;
-    if (!wide(u)) return flat_move_widest<Words>(u.dst, u.src, u.n, t, team_threads);
+  /// A wide unit's stores from `v` to `dst` (u.dst or u.also, 16-byte words apart) and its edge bytes.
+  KOKKOS_INLINE_FUNCTION static void store_words(const CompactUnit& u, std::uint8_t* dst, int t,
+                                                 const Word16 (&v)[Words]) {
     const WordSpan span = word_span<16>(u.dst, u.n);
-    Word16* d = reinterpret_cast<Word16*>(u.dst + span.head);
+    Word16* d = reinterpret_cast<Word16*>(dst + span.head);
     for (int j = 0; j < Words; ++j) {
       const int w = t + j * team_threads;
       if (w < span.words) d[w] = v[j];
@@ -183,8 +218,17 @@ struct CompactApplyFunctor {
     const int edge = span.head + (u.n - span.tail_begin);
     if (t < edge) {
       const int b = t < span.head ? t : span.tail_begin + (t - span.head);
-      u.dst[b] = u.src == nullptr ? std::uint8_t(0) : u.src[b];
+      dst[b] = u.src == nullptr ? std::uint8_t(0) : u.src[b];
     }
+  }
+
+  /// A wide unit's stores from `v`, to `also` too, or a narrower unit's whole move.
+  KOKKOS_INLINE_FUNCTION static void store(const CompactUnit& u, int t, const Word16 (&v)[Words]) {
+    if (u.n == 0) return;
+    // A unit with `also` is wide, its three addresses 16-byte words apart: transfer_impl.hpp joins only such.
+    if (!wide(u)) return flat_move_widest<Words>(u.dst, u.src, u.n, t, team_threads);
+    store_words(u, u.dst, t, v);
+    if (u.also != nullptr) store_words(u, u.also, t, v);
   }
 
   /// Thread t's share of one unit (GPUs): its words, then its stores.
@@ -196,9 +240,10 @@ struct CompactApplyFunctor {
 
   /// Hosts: a unit is a whole work item, moved by the C library (teams of one).
   KOKKOS_INLINE_FUNCTION static void host_move(const CompactUnit& u) {
-    if (u.n > 0)
-      u.src == nullptr ? (void)std::memset(u.dst, 0, static_cast<std::size_t>(u.n))
-                       : (void)std::memcpy(u.dst, u.src, static_cast<std::size_t>(u.n));
+    if (u.n <= 0) return;
+    u.src == nullptr ? (void)std::memset(u.dst, 0, static_cast<std::size_t>(u.n))
+                     : (void)std::memcpy(u.dst, u.src, static_cast<std::size_t>(u.n));
+    if (u.also != nullptr) std::memcpy(u.also, u.src, static_cast<std::size_t>(u.n));
   }
 
   /// The remaps, by team 0: `errors` still vetoes (combined across ranks since validate()).

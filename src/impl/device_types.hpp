@@ -18,7 +18,11 @@ struct BindingEntry {
 
 /// work_key: the row's prefix_key region (docs/CONTRACT.md §14), 8 bytes that a
 /// snapshot stamps with its key and every other row copy moves as a row tile.
-enum WorkKind : std::int32_t { work_row = 0, work_page = 1, work_key = 2 };
+/// work_joint (the compact grid's work map, options.expert.compact_joint_pages):
+/// bytes of a bound region's page `part` in the row and in its cache page at
+/// once, so that a snapshot's row tiles under its pages are not units that move
+/// nothing and a restore loads the region once for the row and the page.
+enum WorkKind : std::int32_t { work_row = 0, work_page = 1, work_key = 2, work_joint = 3 };
 
 /// One tile of apply()'s work, the same for every command row.
 /// Row tiles: bytes [offset, offset + length) of the row; `binding`/`part` name the

@@ -28,6 +28,9 @@ struct PlanShape {
   std::int64_t row_bytes = 0;
   bool remapping_commits = false;  // speculative positions whose commits remap (docs/CONTRACT.md §13)
   bool claims = false;             // row claims (docs/CONTRACT.md §15): a row is claimed once, by validate()
+  // The compact grid's work map (work_joint tiles: options.expert.compact_joint_pages); 0: work_items'.
+  std::int64_t compact_work_items = 0;
+  std::int64_t compact_longest_item = 0;
 };
 
 /// What the plan needs of the device and the kernels' policies (prepare() asks them).
@@ -119,6 +122,9 @@ inline void check_options(const TransferOptions& options) {
     reject("options.expert.compact_handout must be 0 (the default), 1 or -1, got " + std::to_string(o.compact_handout));
   if (o.compact_staged < -1 || o.compact_staged > 1)
     reject("options.expert.compact_staged must be 0 (the default), 1 or -1, got " + std::to_string(o.compact_staged));
+  if (o.compact_joint_pages < -1 || o.compact_joint_pages > 1)
+    reject("options.expert.compact_joint_pages must be 0 (the default), 1 or -1, got " +
+           std::to_string(o.compact_joint_pages));
   if (o.apply_words != 0 && o.apply_words != 1 && o.apply_words != 2 && o.apply_words != 4)
     reject("options.expert.apply_words must be 0 (the default), 1, 2 or 4, got " + std::to_string(o.apply_words));
   range("apply_team_size", o.apply_team_size, 1, 1024);
@@ -199,15 +205,16 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // replay of a production trace, rows cold) moved slower (perf_tests/RESULTS.md), and a step mostly
   // carries a row or two.
   p.compact_staged = p.bulk_copies && o.compact_staged == 1;
+  const std::int64_t compact_longest = s.compact_work_items > 0 ? s.compact_longest_item : s.longest_item;
   p.compact_words = p.compact_staged      ? compact_staged_words
                     : o.compact_words > 0 ? o.compact_words
-                                          : default_compact_words(s.longest_item);
+                                          : default_compact_words(compact_longest);
   const std::int64_t compact_unit_bytes = 128 * 16 * std::int64_t(p.compact_words);
-  p.compact_units =
-      host
-          ? 1
-          : static_cast<int>(std::max<std::int64_t>(1, (s.longest_item + compact_unit_bytes - 1) / compact_unit_bytes));
-  const std::int64_t compact_units = p.work_items * p.compact_units;
+  p.compact_units = host ? 1
+                         : static_cast<int>(std::max<std::int64_t>(
+                               1, (compact_longest + compact_unit_bytes - 1) / compact_unit_bytes));
+  p.compact_work_items = c * (s.compact_work_items > 0 ? s.compact_work_items : s.work_items);
+  const std::int64_t compact_units = p.compact_work_items * p.compact_units;
   // Its unit indices are int32, a unit plus the league (at most 2^20 teams) too.
   const bool compact_fits = compact_units <= std::numeric_limits<std::int32_t>::max() - (std::int64_t(1) << 20);
   const auto league = [&](int per_sm) {

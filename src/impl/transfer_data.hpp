@@ -46,6 +46,10 @@ struct TransferData {
 
   TransferShape shape{};
   Kokkos::View<WorkItem*, memory_space> items;
+  // The compact grid's work map: work_joint tiles (options.expert.compact_joint_pages), else `items`.
+  Kokkos::View<WorkItem*, memory_space> compact_items;
+  std::int32_t compact_work_items = 0;  // per command row
+  std::int64_t compact_longest_item = 0;
   Kokkos::View<RowPlan*, memory_space> plan;
   Kokkos::View<std::int32_t*, memory_space> moves;    // the compact plan (move_list.hpp): move_rows + C entries
   Kokkos::View<RowPlan*, memory_space> listed;        // its listed rows' plans, in list order
@@ -159,14 +163,14 @@ struct TransferData {
     CompactApplyFunctor<ExecutionSpace, Words, HandedOut, Listed, Staged> f;
     f.errors = commands.errors;
     f.plan = plan;
-    f.items = items;
+    f.items = compact_items;
     f.moves = moves;
     f.listed = listed;
     f.claims = claims.claims();
     f.claimed = claimed;
     f.state_rows = state_rows;
     f.capacity = static_cast<std::int32_t>(shape.capacity);
-    f.items_per_row = shape.work_items;
+    f.items_per_row = compact_work_items;
     f.units_per_item = std::max(1, launches.compact_units);
     return f;
   }

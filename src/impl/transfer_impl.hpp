@@ -258,18 +258,34 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.shape.key_offset = key_offset;
   d.shape.remap = config.speculative.move == CommitMove::remap ? 1 : 0;
 
-  // Bindings and the work map, built once on the host.
+  // Bindings and the work map, built once on the host. The compact grid's map joins a binding's row bytes
+  // and cache pages (work_joint tiles) where every row and page of it lies at one offset modulo 16: a
+  // restore's region then moves to both in the same 16-byte words (compact_apply_kernel.hpp).
+  const auto mod16 = [](const void* p) { return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(p) % 16); };
+  const std::int64_t rows_mod16 = mod16(pool.backing().data());
+  const bool joins = config.options.expert.compact_joint_pages != -1 && layout.row_bytes() % 16 == 0 &&
+                     (config.host_tier.empty() || mod16(config.host_tier.backing().data()) == rows_mod16);
+  const auto joint = [&](const std::uint8_t* cache, std::int64_t offset, std::int64_t page_bytes) {
+    return joins && page_bytes % 16 == 0 && mod16(cache) == (rows_mod16 + offset) % 16;
+  };
   std::vector<impl::BindingEntry> entries;
   std::vector<impl::BindingSpan> spans;
   for (const auto& b : d.pages) {
     const Region& r = layout.region(b.region);
-    spans.push_back({static_cast<std::int32_t>(entries.size()), r.offset, r.nbytes, 1});
+    spans.push_back({static_cast<std::int32_t>(entries.size()), r.offset, r.nbytes, 1, false});
     entries.push_back({b.cache.data(), r.offset, r.nbytes, 0, 0});
   }
   for (const auto& b : d.trailing_pages) {
     const Region& r = layout.region(b.region);
-    spans.push_back({static_cast<std::int32_t>(entries.size()), r.offset, r.nbytes / 2, 2});
+    spans.push_back({static_cast<std::int32_t>(entries.size()), r.offset, r.nbytes / 2, 2, false});
     entries.push_back({b.cache.data(), r.offset, r.nbytes / 2, 1, 0});
+  }
+  std::vector<impl::BindingSpan> joint_spans = spans;
+  bool any_joint = false;
+  for (impl::BindingSpan& s : joint_spans) {
+    const impl::BindingEntry& e = entries[static_cast<std::size_t>(s.binding)];
+    s.joint = joint(e.cache, s.offset, s.page_bytes);
+    any_joint = any_joint || s.joint;
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> excluded_ranges;
   for (const auto& name : excluded) {
@@ -289,6 +305,21 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
 
   d.items = Kokkos::View<impl::WorkItem*, memory_space>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::work_items"), work.size());
+  // The compact grid's map: fewer items where it joins a region's row bytes and page (never more).
+  std::vector<impl::WorkItem> joint_work;
+  if (any_joint) {
+    joint_work = impl::build_work_map(layout.row_bytes(), excluded_ranges, joint_spans, tile, key_offset);
+    for (impl::WorkItem& item : joint_work)
+      if (item.binding >= 0) item.page = entries[static_cast<std::size_t>(item.binding)];
+  }
+  const std::vector<impl::WorkItem>& compact = joint_work.empty() ? work : joint_work;
+  d.compact_work_items = static_cast<std::int32_t>(compact.size());
+  for (const impl::WorkItem& item : compact) d.compact_longest_item = std::max(d.compact_longest_item, item.length);
+  d.compact_items =
+      joint_work.empty()
+          ? d.items
+          : Kokkos::View<impl::WorkItem*, memory_space>(
+                Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::compact_work_items"), joint_work.size());
   d.plan = Kokkos::View<impl::RowPlan*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::plan"), cu);
   d.moves = Kokkos::View<std::int32_t*, memory_space>(Kokkos::view_alloc(ExecutionSpace(), "statexfer::move_list"),
                                                       impl::move_rows + cu);
@@ -304,9 +335,9 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
                       o.validate_chunk > 0 ? o.validate_chunk : impl::default_sort_chunk(host),
                       o.validate_groups > 0 ? o.validate_groups : impl::default_sort_groups(host));
   }
-  Kokkos::deep_copy(d.items,
-                    Kokkos::View<const impl::WorkItem*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                        work.data(), work.size()));
+  using HostItems = Kokkos::View<const impl::WorkItem*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  Kokkos::deep_copy(d.items, HostItems(work.data(), work.size()));
+  if (!joint_work.empty()) Kokkos::deep_copy(d.compact_items, HostItems(joint_work.data(), joint_work.size()));
 }
 
 template <class ExecutionSpace>
@@ -377,6 +408,8 @@ void PreparedStateTransfer<ExecutionSpace>::prepare(const ExecutionSpace& exec) 
   plan_shape.capacity = d.shape.capacity;
   plan_shape.work_items = d.shape.work_items;
   plan_shape.longest_item = d.longest_item;
+  plan_shape.compact_work_items = d.compact_work_items;
+  plan_shape.compact_longest_item = d.compact_longest_item;
   plan_shape.row_bytes = d.shape.row_bytes;
   plan_shape.remapping_commits = d.shape.positions > 0 && d.shape.remap != 0;
   plan_shape.claims = !d.claims.empty();

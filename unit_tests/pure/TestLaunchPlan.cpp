@@ -361,6 +361,26 @@ TEST(pure, launch_plan_every_design_from_options) {
   }
 }
 
+// The compact grid counts the units of its own work map (a region's row bytes and page joined), the other
+// grids their row's: a decode row of a 64-byte header and four 16 KiB pages has 9 work items apart, 5 joined.
+TEST(pure, launch_plan_compact_grid_counts_its_own_work_map) {
+  for (const bool host : {false, true}) {
+    const si::DeviceLimits d = host ? host_limits() : gpu_limits();
+    si::PlanShape s{4, 9, 16 * 1024, 64 * 1024 + 64};
+    const statexfer::LaunchPlan apart = si::choose_launch_plan(s, d, TransferOptions{});
+    s.compact_work_items = 5;
+    s.compact_longest_item = 16 * 1024;
+    const statexfer::LaunchPlan joint = si::choose_launch_plan(s, d, TransferOptions{});
+    EXPECT_EQ(joint.work_items, 4 * 9) << "the flat grid and the teams keep the row's map";
+    EXPECT_EQ(joint.work_items, apart.work_items);
+    EXPECT_EQ(joint.compact_work_items, 4 * 5);
+    EXPECT_EQ(apart.compact_work_items, 4 * 9);
+    EXPECT_EQ(joint.compact_units, host ? 1 : 2) << "8 KiB units of 16 KiB items";
+    EXPECT_EQ(apart.compact_teams, host ? 2 : 4 * 9 * 2) << "no more teams than units";
+    EXPECT_EQ(joint.compact_teams, host ? 2 : 4 * 5 * 2);
+  }
+}
+
 TEST(pure, launch_plan_host_defaults) {
   const statexfer::LaunchPlan p = si::choose_launch_plan(shape(16, 1 << 20), host_limits(), TransferOptions{});
   EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
