@@ -80,16 +80,21 @@ TEST(TEST_CATEGORY, construction_apply_design) {
     s.config.options.expert.compact_staged = 0;
   }
   {
-    // The compact grid's map joins kv's row bytes and its page: 3 work items a row (the bytes before kv, kv,
-    // the bytes after it), the other grids' 4 (kv's row bytes and its page apart); -1 keeps them apart.
+    // By default the compact grid's map is the others': 4 work items a row (the bytes before kv, kv, the
+    // bytes after it, kv's page); joint pages join kv's row bytes and its page: 3.
+    auto apart = s.make();
+    apart.prepare(Exec());
+    EXPECT_EQ(apart.launch_plan().work_items, 4 * 4);
+    EXPECT_EQ(apart.launch_plan().compact_work_items, 4 * 4);
+    s.config.options.expert.compact_joint_pages = 1;
     auto joint = s.make();
     joint.prepare(Exec());
     EXPECT_EQ(joint.launch_plan().work_items, 4 * 4);
     EXPECT_EQ(joint.launch_plan().compact_work_items, 4 * 3);
     s.config.options.expert.compact_joint_pages = -1;
-    auto apart = s.make();
-    apart.prepare(Exec());
-    EXPECT_EQ(apart.launch_plan().compact_work_items, 4 * 4);
+    auto asked_apart = s.make();
+    asked_apart.prepare(Exec());
+    EXPECT_EQ(asked_apart.launch_plan().compact_work_items, 4 * 4);
     s.config.options.expert.compact_joint_pages = 0;
   }
   s.config.options.apply = statexfer::ApplyDesign::flat_grid;

@@ -62,10 +62,11 @@ const std::vector<Design>& designs() {
       // Staged units (16 KiB): three teams past 64 units each draw tickets; the default league too.
       {"compact_staged", ApplyDesign::compact, FusedDesign::two_launches, 3, false, 0, 0, 1},
       {"compact_staged_default_league", ApplyDesign::compact, FusedDesign::two_launches, 0, false, 0, 0, 1},
-      // A region's row bytes and its page as a row tile and a page tile apart (the default joins them).
-      {"compact_pages_apart", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 0, 0, 0, -1},
-      {"compact_pages_apart_handed_out", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 0, 1, 0, -1},
-      {"compact_pages_apart_staged", ApplyDesign::compact, FusedDesign::two_launches, 0, false, 0, 0, 1, -1},
+      // A region's row bytes and its page as one work item (by default a row tile and a page tile apart).
+      {"compact_joint_pages", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 0, 0, 0, 1},
+      {"compact_joint_pages_handed_out", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 0, 1, 0, 1},
+      {"compact_joint_pages_staged", ApplyDesign::compact, FusedDesign::two_launches, 0, false, 0, 0, 1, 1},
+      {"compact_joint_pages_default_league", ApplyDesign::compact, FusedDesign::two_launches, 0, true, 0, 0, 0, 1},
       {"flat_grid", ApplyDesign::flat_grid, FusedDesign::two_launches, 0, true},
       {"teams", ApplyDesign::teams, FusedDesign::two_launches, 0, false},
       {"persistent", ApplyDesign::persistent, FusedDesign::two_launches, 0, false},

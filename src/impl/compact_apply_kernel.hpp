@@ -21,7 +21,7 @@
 // while a few rounds striding cost no ask.
 //
 // Its work map joins a bound region's bytes in the row and its cache page
-// (work_joint, unless options.expert.compact_joint_pages is -1): a snapshot
+// (work_joint, where options.expert.compact_joint_pages is 1): a snapshot
 // that writes a page then has no units under it that move nothing, and a
 // restore loads the region once and stores it twice (joint_item_move()).
 //

@@ -263,7 +263,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   // restore's region then moves to both in the same 16-byte words (compact_apply_kernel.hpp).
   const auto mod16 = [](const void* p) { return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(p) % 16); };
   const std::int64_t rows_mod16 = mod16(pool.backing().data());
-  const bool joins = config.options.expert.compact_joint_pages != -1 && layout.row_bytes() % 16 == 0 &&
+  const bool joins = config.options.expert.compact_joint_pages == 1 && layout.row_bytes() % 16 == 0 &&
                      (config.host_tier.empty() || mod16(config.host_tier.backing().data()) == rows_mod16);
   const auto joint = [&](const std::uint8_t* cache, std::int64_t offset, std::int64_t page_bytes) {
     return joins && page_bytes % 16 == 0 && mod16(cache) == (rows_mod16 + offset) % 16;
