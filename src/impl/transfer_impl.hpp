@@ -265,9 +265,6 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   const std::int64_t rows_mod16 = mod16(pool.backing().data());
   const bool joins = config.options.expert.compact_joint_pages == 1 && layout.row_bytes() % 16 == 0 &&
                      (config.host_tier.empty() || mod16(config.host_tier.backing().data()) == rows_mod16);
-  const auto joint = [&](const std::uint8_t* cache, std::int64_t offset, std::int64_t page_bytes) {
-    return joins && page_bytes % 16 == 0 && mod16(cache) == (rows_mod16 + offset) % 16;
-  };
   std::vector<impl::BindingEntry> entries;
   std::vector<impl::BindingSpan> spans;
   for (const auto& b : d.pages) {
@@ -283,8 +280,8 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   std::vector<impl::BindingSpan> joint_spans = spans;
   bool any_joint = false;
   for (impl::BindingSpan& s : joint_spans) {
-    const impl::BindingEntry& e = entries[static_cast<std::size_t>(s.binding)];
-    s.joint = joint(e.cache, s.offset, s.page_bytes);
+    const std::uint8_t* cache = entries[static_cast<std::size_t>(s.binding)].cache;
+    s.joint = joins && s.page_bytes % 16 == 0 && mod16(cache) == (rows_mod16 + s.offset) % 16;
     any_joint = any_joint || s.joint;
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> excluded_ranges;
@@ -294,9 +291,15 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   }
   const std::int64_t tile =
       config.options.expert.apply_tile_bytes > 0 ? config.options.expert.apply_tile_bytes : impl::tile_bytes;
-  std::vector<impl::WorkItem> work = impl::build_work_map(layout.row_bytes(), excluded_ranges, spans, tile, key_offset);
-  for (impl::WorkItem& item : work)
-    if (item.binding >= 0) item.page = entries[static_cast<std::size_t>(item.binding)];
+  // A work map whose items hold their binding.
+  const auto work_map = [&](const std::vector<impl::BindingSpan>& bindings) {
+    std::vector<impl::WorkItem> w =
+        impl::build_work_map(layout.row_bytes(), excluded_ranges, bindings, tile, key_offset);
+    for (impl::WorkItem& item : w)
+      if (item.binding >= 0) item.page = entries[static_cast<std::size_t>(item.binding)];
+    return w;
+  };
+  const std::vector<impl::WorkItem> work = work_map(spans);
   if (static_cast<std::int64_t>(work.size()) * c > std::numeric_limits<std::int32_t>::max())
     reject("apply() would need " + std::to_string(work.size()) + " work items per command (row_bytes " +
            std::to_string(layout.row_bytes()) + "), times capacity " + std::to_string(c) + " over 2^31 - 1");
@@ -306,12 +309,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
   d.items = Kokkos::View<impl::WorkItem*, memory_space>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::work_items"), work.size());
   // The compact grid's map: fewer items where it joins a region's row bytes and page (never more).
-  std::vector<impl::WorkItem> joint_work;
-  if (any_joint) {
-    joint_work = impl::build_work_map(layout.row_bytes(), excluded_ranges, joint_spans, tile, key_offset);
-    for (impl::WorkItem& item : joint_work)
-      if (item.binding >= 0) item.page = entries[static_cast<std::size_t>(item.binding)];
-  }
+  const std::vector<impl::WorkItem> joint_work = any_joint ? work_map(joint_spans) : std::vector<impl::WorkItem>{};
   const std::vector<impl::WorkItem>& compact = joint_work.empty() ? work : joint_work;
   d.compact_work_items = static_cast<std::int32_t>(compact.size());
   for (const impl::WorkItem& item : compact) d.compact_longest_item = std::max(d.compact_longest_item, item.length);
