@@ -65,7 +65,8 @@ struct ExpertOptions {
   /// apply()'s compact grid: 1 moves a bound region's bytes in the row and in its cache page as one work item
   /// (a snapshot's page into the row with no units under it that move nothing, a restore's region loaded once
   /// for the row and the page), where its rows and pages lie at one offset modulo 16; -1 or 0 as a row's tiles
-  /// and a page's apart, as the other grids do (0 until the joined items are measured on a GPU).
+  /// and a page's apart, as the other grids do (joined items speed full batches of small rows and slow some of
+  /// 1 MiB rows: perf_tests/RESULTS.md).
   int compact_joint_pages = 0;
   /// apply()'s flat grid: 16-byte words a thread (1, 2 or 4); 0: 2.
   int apply_words = 0;
