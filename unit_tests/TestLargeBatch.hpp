@@ -566,29 +566,34 @@ TEST(TEST_CATEGORY, large_batch_validate_designs_match_reference) {
 // each backend's default: GPUs' (1024 keys, four teams a chunk), hosts' (whole
 // arrays, one team), many small chunks and an odd team count give the
 // reference's codes and bytes for every scenario; the launch has arrays x
-// chunks x groups teams.
+// chunks x groups teams. So do the keys counted in a table (a team of 128 rows,
+// one batch after another so that each empties the table the one before filled).
 TEST(TEST_CATEGORY, large_batch_sorted_chunks_and_groups_match_reference) {
   using namespace large_batch;
   const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
   struct Split {
-    int chunk, groups;
+    int chunk, groups, counted;
   };
-  for (const Split split : {Split{0, 0}, Split{1024, 4}, Split{4096, 1}, Split{64, 3}})
+  for (const Split split : {Split{0, 0, 0}, Split{1024, 4, 0}, Split{4096, 1, 0}, Split{64, 3, 0}, Split{0, 0, 1}})
     for (const std::int64_t C : {512, 2048}) {
       SCOPED_TRACE("capacity " + std::to_string(C) + ", chunk " + std::to_string(split.chunk) + ", groups " +
-                   std::to_string(split.groups));
+                   std::to_string(split.groups) + (split.counted ? ", counted keys" : ""));
       Rng rng(0x5c4a2000ULL + static_cast<std::uint64_t>(C) * 11 + static_cast<std::uint64_t>(split.chunk));
       Shape shape{};
       Case c = make_config(rng, C, /*trailing=*/true, 1, &shape);
       statexfer::TransferOptions options;
       options.expert.validate_chunk = split.chunk;
       options.expert.validate_groups = split.groups;
+      options.expert.validate_counted_keys = split.counted;
       Bound bound(c, options);
       const statexfer::LaunchPlan plan = bound.transfer->launch_plan();
       ASSERT_TRUE(plan.sorted_validation);
+      EXPECT_EQ(bound.transfer->launch_summary().find("counting teams") != std::string::npos, split.counted == 1)
+          << bound.transfer->launch_summary();
       const std::int64_t chunk = std::min<std::int64_t>(C, split.chunk > 0 ? split.chunk : device ? 1024 : 4096);
       const int groups = split.groups > 0 ? split.groups : device ? 4 : 1;
-      EXPECT_EQ(plan.sort_teams, 5 * (C / chunk) * groups) << "five key arrays with trailing pages";
+      EXPECT_EQ(plan.sort_teams, split.counted ? C / 128 : 5 * (C / chunk) * groups)
+          << "five key arrays with trailing pages, or a counting team of 128 rows";
       for (Scenario scenario : all_scenarios) {
         fill_batch(rng, shape, c, scenario);  // invalid counts too
         const ft::CaseOutputs expected = statexfer::test::reference_run(c);
@@ -604,21 +609,28 @@ TEST(TEST_CATEGORY, large_batch_sorted_chunks_and_groups_match_reference) {
 // The sorted validation's first launch decides a batch of up to its pair
 // compares' capacity of live rows alone (SortedFirstFunctor), and leaves more to
 // the sort: live counts of 0, 1, an odd few, that capacity and one more, and
-// all, at C = 512 and 4096, by default and with the line at 64, each against the
-// reference (rows past the count that would collide if counted included), one
-// transfer reused.
+// all, at C = 512 and 4096, by default, with the line at 64 and with the keys
+// counted (a batch of few rows between two that fill the tables), each against
+// the reference (rows past the count that would collide if counted included),
+// one transfer reused.
 TEST(TEST_CATEGORY, large_batch_sorted_validation_pairs_up_to_their_capacity) {
   using namespace large_batch;
   const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
-  for (const int option : {0, 64})
+  struct Variant {
+    int option, counted;
+  };
+  for (const Variant v : {Variant{0, 0}, Variant{64, 0}, Variant{0, 1}})
     for (const std::int64_t C : {512, 4096}) {
+      const int option = v.option;
       const std::int64_t pairs = option > 0 ? option : device ? 256 : 128;
-      SCOPED_TRACE("capacity " + std::to_string(C) + ", pair compares up to " + std::to_string(pairs));
-      Rng rng(0x5f1e5700ULL + static_cast<std::uint64_t>(C) * 3 + static_cast<std::uint64_t>(option));
+      SCOPED_TRACE("capacity " + std::to_string(C) + ", pair compares up to " + std::to_string(pairs) +
+                   (v.counted ? ", counted keys" : ""));
+      Rng rng(0x5f1e5700ULL + static_cast<std::uint64_t>(C) * 3 + static_cast<std::uint64_t>(option + v.counted));
       Shape shape{};
       Case c = make_config(rng, C, /*trailing=*/true, 1, &shape);
       statexfer::TransferOptions options;
       options.expert.validate_pairs_capacity = option;
+      options.expert.validate_counted_keys = v.counted;
       Bound bound(c, options);
       ASSERT_TRUE(bound.transfer->launch_plan().sorted_validation);
       EXPECT_NE(bound.transfer->launch_summary().find("pairs up to " + std::to_string(pairs) + " live"),

@@ -157,6 +157,7 @@ TEST(TEST_CATEGORY, construction_options_ranges) {
       {"options.expert.validate_chunk", [](auto& o) { o.expert.validate_chunk = 96; }},
       {"options.expert.validate_chunk", [](auto& o) { o.expert.validate_chunk = 8192; }},
       {"options.expert.validate_groups", [](auto& o) { o.expert.validate_groups = 65; }},
+      {"options.expert.validate_counted_keys", [](auto& o) { o.expert.validate_counted_keys = 2; }},
       {"options.expert.fused_block", [](auto& o) { o.expert.fused_block = 16; }},
       {"options.expert.fused_block", [](auto& o) { o.expert.fused_block = 1024; }},
       {"options.expert.fused_rounds", [](auto& o) { o.expert.fused_rounds = 65; }},

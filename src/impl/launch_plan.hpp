@@ -141,6 +141,9 @@ inline void check_options(const TransferOptions& options) {
   if ((o.validate_chunk & (o.validate_chunk - 1)) != 0)
     reject("options.expert.validate_chunk must be a power of two, got " + std::to_string(o.validate_chunk));
   range("validate_groups", o.validate_groups, 1, 64);
+  if (o.validate_counted_keys < -1 || o.validate_counted_keys > 1)
+    reject("options.expert.validate_counted_keys must be 0 (the default), 1 or -1, got " +
+           std::to_string(o.validate_counted_keys));
   range("fused_block", o.fused_block, 32, 512);
   range("fused_rounds", o.fused_rounds, 1, 64);
 }

@@ -25,7 +25,7 @@
 #include "launch_plan.hpp"
 #include "persistent_kernel.hpp"
 #include "validate_kernel.hpp"
-#include "validate_sorted_kernel.hpp"
+#include "validate_sorted.hpp"
 
 namespace statexfer::impl {
 

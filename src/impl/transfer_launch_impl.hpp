@@ -187,14 +187,15 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
   };
   // validate: teams x threads x lanes of the pair compares, or (sorted) those of its
   // first launch and up to how many live rows it compares pairs, a sort team per chunk
-  // of each key array, decide; apply: a flat grid of threads per work item
+  // of each key array (or counting teams of the rows), decide; apply: a flat grid of threads per work item
   // of every row (GPUs) or a team per work item (hosts).
   const std::string validate =
       p.sorted_validation
           ? "validate (sorted) " + std::to_string(p.validate_league) + "x" + std::to_string(p.validate_team_size) +
                 "x" + std::to_string(p.validate_vector_length) + " pairs up to " +
                 std::to_string(d.sorted.work.pairs_live) + " live, " + std::to_string(p.sort_teams) + "x" +
-                std::to_string(p.sort_team_size) + " sort teams, " + std::to_string(d.shape.capacity) + " rows"
+                std::to_string(p.sort_team_size) + (d.sorted.is_counted() ? " counting teams, " : " sort teams, ") +
+                std::to_string(d.shape.capacity) + " rows"
           : "validate " + std::to_string(p.validate_league) + "x" + std::to_string(p.validate_team_size) + "x" +
                 std::to_string(p.validate_vector_length);
   const std::string items = std::to_string(p.work_items);

@@ -72,6 +72,7 @@
 #include <statexfer/launch_plan.hpp>
 
 #include "device_types.hpp"
+#include "key_table.hpp"
 #include "team_sort.hpp"
 #include "validate_kernel.hpp"
 
@@ -179,6 +180,7 @@ struct SortedWork {
   int groups = 1;                                    // teams per chunk, each answering a slice of the rows
   int in_scratch = 1;                                // a chunk fits in team scratch level 0
   int pairs_live = 1;                                // live rows up to which launch 1 compares every pair
+  KeyTable<MemorySpace> table;                       // the counted variant's (table.bits > 0), else empty
 };
 
 /// Launch 1: up to work.pairs_live live rows every row's code and plan, by
@@ -213,11 +215,17 @@ struct SortedFirstFunctor {
       // The live rows' records and keys, split over the league (launch 2 decides them).
       const int per = (live + teams - 1) / teams;
       const int first = g * per, last = first + per < live ? first + per : live;
+      const int turn = work.table.bits > 0 ? work.table.state(0) : 0;
       Kokkos::parallel_for(Kokkos::TeamVectorRange(team, first, last), [&](const int r) {
         const RowRecord row = base.load_row(r);
         work.records(r) = row;
-        for (int a = 0; a < work.arrays; ++a) work.keys(a * std::int64_t(c) + r) = sorted_key(row, a);
+        for (int a = 0; a < work.arrays; ++a) {
+          const std::uint64_t key = sorted_key(row, a);
+          work.keys(a * std::int64_t(c) + r) = key;
+          if (work.table.bits > 0 && key != sorted_absent) work.table.insert(turn, a, r, key);
+        }
       });
+      if (work.table.bits > 0 && g == 0 && team.team_rank() == 0) work.table.state(1 + turn) = live;
       // Rows past the live count: code 0 and no plan, with no record read.
       past_live(team, live, c, false, planned);
       return;
@@ -246,6 +254,49 @@ struct SortedFirstFunctor {
     });
   }
 };
+
+/// Live row r's code and plan (RowCheck k of record q) from its queries' counts
+/// `in` (SortedLookup's indices: keys equal to its own, its own included), as
+/// ValidateFunctor decides from its pair compares.
+template <class ExecutionSpace>
+KOKKOS_INLINE_FUNCTION void decide_row(const ValidateFunctor<ExecutionSpace>& base, const RowRecord& q, const int r,
+                                       const RowCheck& k, const ValidateLimits& lim, const int* in) {
+  bool conflict = false;
+  bool t_conflict[2] = {false, false};
+  if (k.check) {
+    // Rows: another destination on its destination, a copy's source on its
+    // destination (its own excepted), another destination on its source (its
+    // own excepted). Its own keys are in the arrays (0 < dst, src < rows).
+    const int same = q.src_key == q.dst_key ? 1 : 0;
+    conflict = in[lookup_dst_in_dst] > 1 || in[lookup_dst_in_src] > (k.copying ? same : 0) ||
+               (k.copying && in[lookup_src_in_dst] > same);
+    // A commit's position row counts as written (§13): another source on it,
+    // or a commit's on its source (its own excepted).
+    if (base.shape.positions > 0)
+      conflict = conflict || (k.commit && in[lookup_src_in_src] > 1) ||
+                 (k.copying && in[lookup_src_in_written] > (writes_source(q) ? 1 : 0));
+    // Main partial page: a restore collides with any other row's, the others
+    // with a restore's (its own key is one of the first kind).
+    if (k.page >= 0) conflict = conflict || in[lookup_page] > (k.restore ? 1 : 0);
+    // Trailing pages: any other row's used part with the same entry (an
+    // unused part asks for entry -1), unless both rows are snapshots.
+    for (int part = 0; part < 2; ++part) {
+      if (!k.t_active[part]) continue;
+      const int found = in[lookup_trailing + part] + in[lookup_trailing + 2 + part];
+      const int own =
+          k.snapshot_row ? 0 : (q.tpage[0] == k.t_page[part] ? 1 : 0) + (q.tpage[1] == k.t_page[part] ? 1 : 0);
+      t_conflict[part] = found > own;
+    }
+  }
+  std::int32_t code;
+  RowPlan p;
+  const int bits = (conflict ? 1 : 0) | (t_conflict[0] ? 2 : 0) | (t_conflict[1] ? 4 : 0);
+  base.finish(q, k, bits, lim, code, p);
+  base.claim(r, q, lim, code, p);
+  base.errors(r) = code;
+  base.plan(r) = p;
+  base.record_commit(r, q, lim);
+}
 
 /// Launch 2: a team per chunk of an array sorts it and answers its slice of
 /// the rows' queries into it; the slice's last team decides them.
@@ -359,137 +410,15 @@ struct SortedLookupFunctor {
   KOKKOS_INLINE_FUNCTION void decide(const int r, const ValidateLimits& lim, const int chunks) const {
     const RowRecord q = work.records(r);
     const RowCheck k = row_check(q, r, lim);
-    bool conflict = false;
-    bool t_conflict[2] = {false, false};
+    // The chunks' counts of each query, added.
+    int in[lookup_bytes] = {};
     if (k.check) {
-      // The chunks' counts of each query, added.
-      int in[lookup_bytes] = {};
       // Other teams of this launch wrote them: plain loads after last_team_of()'s fence (an acquire) see them.
       const std::uint8_t* looked = work.lookups.data() + std::int64_t(r) * work.chunks * lookup_bytes;
       for (int chunk = 0; chunk < chunks; ++chunk)
         for (int i = 0; i < lookup_bytes; ++i) in[i] += looked[chunk * lookup_bytes + i];
-      // Rows: another destination on its destination, a copy's source on its
-      // destination (its own excepted), another destination on its source (its
-      // own excepted). Its own keys are in the arrays (0 < dst, src < rows).
-      const int same = q.src_key == q.dst_key ? 1 : 0;
-      conflict = in[lookup_dst_in_dst] > 1 || in[lookup_dst_in_src] > (k.copying ? same : 0) ||
-                 (k.copying && in[lookup_src_in_dst] > same);
-      // A commit's position row counts as written (§13): another source on it,
-      // or a commit's on its source (its own excepted).
-      if (base.shape.positions > 0)
-        conflict = conflict || (k.commit && in[lookup_src_in_src] > 1) ||
-                   (k.copying && in[lookup_src_in_written] > (writes_source(q) ? 1 : 0));
-      // Main partial page: a restore collides with any other row's, the others
-      // with a restore's (its own key is one of the first kind).
-      if (k.page >= 0) conflict = conflict || in[lookup_page] > (k.restore ? 1 : 0);
-      // Trailing pages: any other row's used part with the same entry (an
-      // unused part asks for entry -1), unless both rows are snapshots.
-      for (int part = 0; part < 2; ++part) {
-        if (!k.t_active[part]) continue;
-        const int found = in[lookup_trailing + part] + in[lookup_trailing + 2 + part];
-        const int own =
-            k.snapshot_row ? 0 : (q.tpage[0] == k.t_page[part] ? 1 : 0) + (q.tpage[1] == k.t_page[part] ? 1 : 0);
-        t_conflict[part] = found > own;
-      }
     }
-    std::int32_t code;
-    RowPlan p;
-    const int bits = (conflict ? 1 : 0) | (t_conflict[0] ? 2 : 0) | (t_conflict[1] ? 4 : 0);
-    base.finish(q, k, bits, lim, code, p);
-    base.claim(r, q, lim, code, p);
-    base.errors(r) = code;
-    base.plan(r) = p;
-    base.record_commit(r, q, lim);
-  }
-};
-
-/// The sorted validation of one transfer: its work Views (allocate() in the
-/// constructor), its sort team (prepare()) and its two launches (validate()).
-template <class ExecutionSpace>
-struct SortedValidation {
-  using memory_space = typename ExecutionSpace::memory_space;
-  using lookup_functor = SortedLookupFunctor<ExecutionSpace>;
-
-  SortedWork<memory_space> work;
-
-  /// `pairs_live`: live rows up to which launch 1 compares every pair (below
-  /// the capacity); `chunk_limit`: keys per chunk at most (a power of two);
-  /// `groups`: teams per chunk, each looking up its slice of the rows
-  /// (perf_tests/RESULTS.md).
-  void allocate(const TransferShape& shape, int pairs_live, std::int64_t chunk_limit, int groups) {
-    const std::int64_t c = shape.capacity;
-    work.pairs_live = pairs_live;
-    work.arrays = shape.has_trailing ? 5 : 3;
-    using Kokkos::view_alloc;
-    using Kokkos::WithoutInitializing;
-    work.records = decltype(work.records)(view_alloc(WithoutInitializing, "statexfer::validate_records"), c);
-    work.keys = decltype(work.keys)(view_alloc(WithoutInitializing, "statexfer::validate_keys"), work.arrays * c);
-    // Each byte that a decision reads is written by a look-up of the same validate();
-    // zeros keep the others defined.
-    work.chunk = static_cast<int>(std::min<std::int64_t>(c, chunk_limit));
-    work.chunks = static_cast<int>(c / work.chunk);
-    work.groups = std::max(1, groups);
-    work.lookups = decltype(work.lookups)("statexfer::validate_lookups", c * work.chunks * lookup_bytes);
-    // Sorted in team scratch when a chunk fits (8 KiB; Kokkos 3.4 on CUDA offers 40 KiB).
-    work.in_scratch =
-        work.chunk * std::int64_t(sizeof(std::uint64_t)) <= lookup_functor::policy_type::scratch_size_max(0);
-    work.done = decltype(work.done)("statexfer::validate_slices_done", work.groups);
-    work.planned = decltype(work.planned)("statexfer::validate_planned_rows");
-  }
-
-  lookup_functor lookup(const ValidateFunctor<ExecutionSpace>& base) const { return lookup_functor{base, work}; }
-
-  /// Launch 2's team scratch: its chunk's keys (where they fit) and the list of the moves.
-  std::size_t scratch_bytes(int team_size) const {
-    return (work.in_scratch ? static_cast<std::size_t>(work.chunk) * sizeof(std::uint64_t) : 0) +
-           list_scratch_bytes(team_size);
-  }
-
-  int teams() const noexcept { return work.arrays * work.chunks * work.groups; }
-
-  /// The largest team the sort and look-up launch allows. Its team is a thread
-  /// per compare-exchange of a network step (half a chunk) up to that, one
-  /// thread on hosts, where the chunks are sorted side by side by different
-  /// threads (launch_plan.hpp).
-  int team_size_max(const ExecutionSpace& exec, const ValidateFunctor<ExecutionSpace>& base) const {
-    const auto probe = typename lookup_functor::policy_type(exec, teams(), 1)
-                           .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes(lookup_functor::max_threads)));
-    return probe.team_size_max(lookup(base), Kokkos::ParallelForTag());
-  }
-
-  /// Enqueue the two launches on `exec`: no allocation, no fence (level-0
-  /// scratch is shared memory on CUDA and sized by prepare()'s first launch on
-  /// hosts). `base`: the pair compares' teams of launch 1 (the plan's
-  /// validate_league, validate_team_size and validate_vector_length at capacity
-  /// pairs_live); `sort_team_size`: launch 2's.
-  void launch(const ExecutionSpace& exec, const ValidateFunctor<ExecutionSpace>& base, const LaunchPlan& plan) const {
-    using Kokkos::Experimental::require;
-    const auto light = Kokkos::Experimental::WorkItemProperty::HintLightWeight;
-    const SortedFirstFunctor<ExecutionSpace> first{base, work};
-    Kokkos::parallel_for(
-        "statexfer::validate_pairs_or_keys",
-        require(typename SortedFirstFunctor<ExecutionSpace>::policy_type(
-                    exec, plan.validate_league, plan.validate_team_size, plan.validate_vector_length)
-                    .set_scratch_size(0, Kokkos::PerTeam(first.scratch_bytes(plan.validate_team_size))),
-                light),
-        first);
-    // Hosts (Serial, OpenMP, Threads) run a launch before returning from it, so
-    // the count is known here: where launch 1 decided every row, the second's
-    // parallel region (most of a few live rows' time) is not entered, and the
-    // mark it would set is set here. GPUs launch both: the count is read on the
-    // device, at every replay of a graph.
-    if constexpr (std::is_same_v<memory_space, Kokkos::HostSpace>) {
-      const int live = base.live_rows(base.limit_inputs());
-      if (live <= work.pairs_live) {
-        work.planned() = live;
-        return;
-      }
-    }
-    Kokkos::parallel_for("statexfer::validate_lookup",
-                         require(typename lookup_functor::policy_type(exec, teams(), plan.sort_team_size)
-                                     .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes(plan.sort_team_size))),
-                                 light),
-                         lookup(base));
+    decide_row(base, q, r, k, lim, in);
   }
 };
 
