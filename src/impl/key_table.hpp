@@ -20,10 +20,11 @@
 
 namespace statexfer::impl {
 
+/// A key no row has (all ones, sorted last): a key array's absent key and an empty slot of the table.
+inline constexpr std::uint64_t sorted_absent = ~std::uint64_t(0);
+
 template <class MemorySpace>
 struct KeyTable {
-  // A slot with no key is all ones (sorted_absent, never inserted), written as a literal: nvcc with Kokkos
-  // 3.4.01 leaves a static constexpr member that the atomic takes by reference undefined in device code.
   Kokkos::View<std::uint64_t*, MemorySpace> keys;   // [(turn * arrays + array) << bits]
   Kokkos::View<std::int32_t*, MemorySpace> counts;  // as keys
   Kokkos::View<std::int32_t*, MemorySpace> slots;   // [(turn * arrays + array) * C + row]: its key's slot, or -1
@@ -40,7 +41,7 @@ struct KeyTable {
     while ((1 << bits) < 2 * c) ++bits;
     const std::size_t n = std::size_t(2) * arrays << bits;
     keys = decltype(keys)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::validate_key_table"), n);
-    Kokkos::deep_copy(keys, ~std::uint64_t(0));
+    Kokkos::deep_copy(keys, sorted_absent);
     counts = decltype(counts)("statexfer::validate_key_counts", n);
     slots = decltype(slots)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "statexfer::validate_key_slots"),
                             std::size_t(2) * arrays * c);
@@ -56,7 +57,7 @@ struct KeyTable {
   /// Launch 1: row r's key of array a counted in turn `turn`'s table (`key` not empty).
   KOKKOS_INLINE_FUNCTION void insert(int turn, int a, int r, std::uint64_t key) const {
     const std::int64_t b = base(turn, a), mask = (std::int64_t(1) << bits) - 1;
-    const std::uint64_t empty = ~std::uint64_t(0);
+    const std::uint64_t empty = sorted_absent;  // a copy: the atomic takes it by reference, in device code
     std::int64_t s = home(key);
     for (;;) {
       const std::uint64_t was = Kokkos::atomic_compare_exchange(&keys(b + s), empty, key);
@@ -73,7 +74,7 @@ struct KeyTable {
     for (std::int64_t s = home(key);; s = (s + 1) & mask) {
       const std::uint64_t k = keys(b + s);
       if (k == key) return counts(b + s);
-      if (k == ~std::uint64_t(0)) return 0;
+      if (k == sorted_absent) return 0;
     }
   }
 
@@ -82,7 +83,7 @@ struct KeyTable {
     for (int a = 0; a < arrays; ++a) {
       std::int32_t& slot = slots((std::int64_t(turn) * arrays + a) * capacity + r);
       if (slot < 0) continue;
-      keys(base(turn, a) + slot) = ~std::uint64_t(0);
+      keys(base(turn, a) + slot) = sorted_absent;
       counts(base(turn, a) + slot) = 0;
       slot = -1;
     }

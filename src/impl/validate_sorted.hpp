@@ -42,8 +42,6 @@ struct SortedValidation {
     using Kokkos::WithoutInitializing;
     work.records = decltype(work.records)(view_alloc(WithoutInitializing, "statexfer::validate_records"), c);
     work.keys = decltype(work.keys)(view_alloc(WithoutInitializing, "statexfer::validate_keys"), work.arrays * c);
-    // Each byte that a decision reads is written by a look-up of the same validate();
-    // zeros keep the others defined.
     if (counted) {
       work.table.allocate(work.arrays, static_cast<int>(c));
       chunk_limit = c, groups = 1;  // the team size then follows rows_per_team (team_size_max())
@@ -51,6 +49,8 @@ struct SortedValidation {
     work.chunk = static_cast<int>(std::min<std::int64_t>(c, chunk_limit));
     work.chunks = static_cast<int>(c / work.chunk);
     work.groups = std::max(1, groups);
+    // Each byte that a decision reads is written by a look-up of the same validate();
+    // zeros keep the others defined.
     work.lookups = decltype(work.lookups)("statexfer::validate_lookups", counted ? 0 : c * work.chunks * lookup_bytes);
     // Sorted in team scratch when a chunk fits (8 KiB; Kokkos 3.4 on CUDA offers 40 KiB).
     work.in_scratch = !counted && work.chunk * std::int64_t(sizeof(std::uint64_t)) <=

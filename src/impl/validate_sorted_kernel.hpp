@@ -81,8 +81,6 @@ namespace statexfer::impl {
 /// The key arrays of the sorted validation (see the file comment): keys(array * C + row) before the sort.
 enum SortedArray : int { sorted_dst = 0, sorted_src = 1, sorted_page = 2, sorted_trailing0 = 3 };
 
-inline constexpr std::uint64_t sorted_absent = ~std::uint64_t(0);
-
 /// Key of a main partial page or trailing entry with its role bit.
 KOKKOS_INLINE_FUNCTION std::uint64_t page_key(std::int64_t page, bool role) {
   return (static_cast<std::uint64_t>(page) << 1) | (role ? 1u : 0u);
