@@ -574,10 +574,13 @@ TEST(TEST_CATEGORY, large_batch_sorted_chunks_and_groups_match_reference) {
   struct Split {
     int chunk, groups, counted;
   };
-  for (const Split split : {Split{0, 0, 0}, Split{1024, 4, 0}, Split{4096, 1, 0}, Split{64, 3, 0}, Split{0, 0, 1}})
+  for (const Split split :
+       {Split{0, 0, 0}, Split{0, 0, -1}, Split{1024, 4, -1}, Split{4096, 1, -1}, Split{64, 3, -1}, Split{0, 0, 1}})
     for (const std::int64_t C : {512, 2048}) {
+      // The default counts the keys on GPUs from 1024 commands, sorts them below and on hosts.
+      const bool counted = split.counted == 1 || (split.counted == 0 && device && C >= 1024);
       SCOPED_TRACE("capacity " + std::to_string(C) + ", chunk " + std::to_string(split.chunk) + ", groups " +
-                   std::to_string(split.groups) + (split.counted ? ", counted keys" : ""));
+                   std::to_string(split.groups) + (counted ? ", counted keys" : ", sorted keys"));
       Rng rng(0x5c4a2000ULL + static_cast<std::uint64_t>(C) * 11 + static_cast<std::uint64_t>(split.chunk));
       Shape shape{};
       Case c = make_config(rng, C, /*trailing=*/true, 1, &shape);
@@ -588,11 +591,11 @@ TEST(TEST_CATEGORY, large_batch_sorted_chunks_and_groups_match_reference) {
       Bound bound(c, options);
       const statexfer::LaunchPlan plan = bound.transfer->launch_plan();
       ASSERT_TRUE(plan.sorted_validation);
-      EXPECT_EQ(bound.transfer->launch_summary().find("counting teams") != std::string::npos, split.counted == 1)
+      EXPECT_EQ(bound.transfer->launch_summary().find("counting teams") != std::string::npos, counted)
           << bound.transfer->launch_summary();
       const std::int64_t chunk = std::min<std::int64_t>(C, split.chunk > 0 ? split.chunk : device ? 1024 : 4096);
       const int groups = split.groups > 0 ? split.groups : device ? 4 : 1;
-      EXPECT_EQ(plan.sort_teams, split.counted ? C / 128 : 5 * (C / chunk) * groups)
+      EXPECT_EQ(plan.sort_teams, counted ? C / 128 : 5 * (C / chunk) * groups)
           << "five key arrays with trailing pages, or a counting team of 128 rows";
       for (Scenario scenario : all_scenarios) {
         fill_batch(rng, shape, c, scenario);  // invalid counts too
@@ -619,12 +622,13 @@ TEST(TEST_CATEGORY, large_batch_sorted_validation_pairs_up_to_their_capacity) {
   struct Variant {
     int option, counted;
   };
-  for (const Variant v : {Variant{0, 0}, Variant{64, 0}, Variant{0, 1}})
+  for (const Variant v : {Variant{0, 0}, Variant{64, 0}, Variant{0, -1}, Variant{0, 1}})
     for (const std::int64_t C : {512, 4096}) {
       const int option = v.option;
       const std::int64_t pairs = option > 0 ? option : device ? 256 : 128;
+      const bool counted = v.counted == 1 || (v.counted == 0 && device && C >= 1024);
       SCOPED_TRACE("capacity " + std::to_string(C) + ", pair compares up to " + std::to_string(pairs) +
-                   (v.counted ? ", counted keys" : ""));
+                   (counted ? ", counted keys" : ", sorted keys"));
       Rng rng(0x5f1e5700ULL + static_cast<std::uint64_t>(C) * 3 + static_cast<std::uint64_t>(option + v.counted));
       Shape shape{};
       Case c = make_config(rng, C, /*trailing=*/true, 1, &shape);

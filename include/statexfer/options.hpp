@@ -89,8 +89,8 @@ struct ExpertOptions {
   /// The sorted validation: look-up teams per chunk (1 to 64); 0: 4 on GPUs, 1 on hosts.
   int validate_groups = 0;
   /// The sorted validation: 1 counts the keys in a table (a probe a query, no sort; validate_chunk and
-  /// validate_groups unused); -1 or 0 sorts them in chunks (0 until the counted keys are measured on a GPU;
-  /// on hosts of several threads the sort was faster: perf_tests/RESULTS.md).
+  /// validate_groups unused); -1 sorts them in chunks; 0: counted on GPUs from 1024 commands (faster there on
+  /// an H100), else sorted (on hosts faster with several threads: perf_tests/RESULTS.md).
   int validate_counted_keys = 0;
   /// validate_and_apply()'s flat grid: threads a block on GPUs (32 to 512); 0: 128.
   int fused_block = 0;

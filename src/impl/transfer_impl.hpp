@@ -332,7 +332,7 @@ PreparedStateTransfer<ExecutionSpace>::PreparedStateTransfer(const StatePool<Exe
     d.sorted.allocate(d.shape, static_cast<int>(impl::pairs_capacity(o, host)),
                       o.validate_chunk > 0 ? o.validate_chunk : impl::default_sort_chunk(host),
                       o.validate_groups > 0 ? o.validate_groups : impl::default_sort_groups(host),
-                      o.validate_counted_keys == 1);
+                      impl::counts_keys(o, host, c));
   }
   using HostItems = Kokkos::View<const impl::WorkItem*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   Kokkos::deep_copy(d.items, HostItems(work.data(), work.size()));
