@@ -48,7 +48,12 @@ namespace {
 namespace large_batch {
 
 namespace ft = statexfer::test;
-namespace ft = statexfer::test;
+
+/// Whether a transfer of C commands counts the sorted validation's keys in a table
+/// (options.expert.validate_counted_keys `option`): 1 always, -1 never, 0 on GPUs from 1024 commands.
+inline bool counts_keys(int option, bool device, std::int64_t C) {
+  return option == 1 || (option == 0 && device && C >= 1024);
+}
 using ft::Case;
 using Rng = std::mt19937_64;
 
@@ -563,7 +568,7 @@ TEST(TEST_CATEGORY, large_batch_validate_designs_match_reference) {
 }
 
 // The sorted validation's chunks and look-up teams on every backend, whatever
-// each backend's default: GPUs' (1024 keys, four teams a chunk), hosts' (whole
+// each backend's default: GPUs' sort (1024 keys, four teams a chunk), hosts' (whole
 // arrays, one team), many small chunks and an odd team count give the
 // reference's codes and bytes for every scenario; the launch has arrays x
 // chunks x groups teams. So do the keys counted in a table (a team of 128 rows,
@@ -577,8 +582,7 @@ TEST(TEST_CATEGORY, large_batch_sorted_chunks_and_groups_match_reference) {
   for (const Split split :
        {Split{0, 0, 0}, Split{0, 0, -1}, Split{1024, 4, -1}, Split{4096, 1, -1}, Split{64, 3, -1}, Split{0, 0, 1}})
     for (const std::int64_t C : {512, 2048}) {
-      // The default counts the keys on GPUs from 1024 commands, sorts them below and on hosts.
-      const bool counted = split.counted == 1 || (split.counted == 0 && device && C >= 1024);
+      const bool counted = counts_keys(split.counted, device, C);
       SCOPED_TRACE("capacity " + std::to_string(C) + ", chunk " + std::to_string(split.chunk) + ", groups " +
                    std::to_string(split.groups) + (counted ? ", counted keys" : ", sorted keys"));
       Rng rng(0x5c4a2000ULL + static_cast<std::uint64_t>(C) * 11 + static_cast<std::uint64_t>(split.chunk));
@@ -626,7 +630,7 @@ TEST(TEST_CATEGORY, large_batch_sorted_validation_pairs_up_to_their_capacity) {
     for (const std::int64_t C : {512, 4096}) {
       const int option = v.option;
       const std::int64_t pairs = option > 0 ? option : device ? 256 : 128;
-      const bool counted = v.counted == 1 || (v.counted == 0 && device && C >= 1024);
+      const bool counted = counts_keys(v.counted, device, C);
       SCOPED_TRACE("capacity " + std::to_string(C) + ", pair compares up to " + std::to_string(pairs) +
                    (counted ? ", counted keys" : ", sorted keys"));
       Rng rng(0x5f1e5700ULL + static_cast<std::uint64_t>(C) * 3 + static_cast<std::uint64_t>(option + v.counted));

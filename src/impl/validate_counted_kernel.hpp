@@ -24,9 +24,8 @@ namespace statexfer::impl {
 template <class ExecutionSpace>
 struct CountedLookupFunctor {
   using memory_space = typename ExecutionSpace::memory_space;
-  // A thread a row; the bound of the sorted look-up launch, whose decisions fit it without a stack frame.
-  static constexpr int max_threads = SortedLookupFunctor<ExecutionSpace>::max_threads;
   static constexpr int rows_per_team = 128;
+  // A thread a row; the bounds of the sorted look-up launch, whose decisions fit them without a stack frame.
   using policy_type = typename SortedLookupFunctor<ExecutionSpace>::policy_type;
   using member_type = typename policy_type::member_type;
 

@@ -41,7 +41,8 @@ struct SortedValidation {
     using Kokkos::view_alloc;
     using Kokkos::WithoutInitializing;
     work.records = decltype(work.records)(view_alloc(WithoutInitializing, "statexfer::validate_records"), c);
-    work.keys = decltype(work.keys)(view_alloc(WithoutInitializing, "statexfer::validate_keys"), work.arrays * c);
+    work.keys =
+        decltype(work.keys)(view_alloc(WithoutInitializing, "statexfer::validate_keys"), counted ? 0 : work.arrays * c);
     if (counted) {
       work.table.allocate(work.arrays, static_cast<int>(c));
       chunk_limit = c, groups = 1;  // the team size then follows rows_per_team (team_size_max())

@@ -168,7 +168,7 @@ enum SortedLookup : int {
 template <class MemorySpace>
 struct SortedWork {
   Kokkos::View<RowRecord*, MemorySpace> records;     // [C]
-  Kokkos::View<std::uint64_t*, MemorySpace> keys;    // [arrays * C]: keys(array * C + row) from launch 1
+  Kokkos::View<std::uint64_t*, MemorySpace> keys;    // [arrays * C]: keys(array * C + row) from launch 1 (sorted)
   Kokkos::View<std::uint8_t*, MemorySpace> lookups;  // [(row * chunks + chunk) * lookup_bytes + query]
   Kokkos::View<std::int32_t*, MemorySpace> done;     // [groups]: launch 2's teams of each slice done (then 0)
   Kokkos::View<std::int32_t, MemorySpace> planned;   // rows past it have empty plans (launch 2 sets it)
@@ -219,8 +219,10 @@ struct SortedFirstFunctor {
         work.records(r) = row;
         for (int a = 0; a < work.arrays; ++a) {
           const std::uint64_t key = sorted_key(row, a);
-          work.keys(a * std::int64_t(c) + r) = key;
-          if (work.table.bits > 0 && key != sorted_absent) work.table.insert(turn, a, r, key);
+          if (work.table.bits == 0)
+            work.keys(a * std::int64_t(c) + r) = key;  // counted, the keys go to the table only
+          else if (key != sorted_absent)
+            work.table.insert(turn, a, r, key);
         }
       });
       if (work.table.bits > 0 && g == 0 && team.team_rank() == 0) work.table.state(1 + turn) = live;
