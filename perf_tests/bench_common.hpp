@@ -100,6 +100,7 @@ inline statexfer::TransferOptions options_from_environment() {
   read("STATEXFER_VALIDATE_CHUNK", o.expert.validate_chunk);
   read("STATEXFER_VALIDATE_GROUPS", o.expert.validate_groups);
   read("STATEXFER_VALIDATE_COUNTED_KEYS", o.expert.validate_counted_keys);
+  read("STATEXFER_FUSED_FIRST_UNITS", o.expert.fused_first_units);
   read("STATEXFER_FUSED_BLOCK", o.expert.fused_block);
   read("STATEXFER_FUSED_ROUNDS", o.expert.fused_rounds);
   return o;

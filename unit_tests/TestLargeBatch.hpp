@@ -343,7 +343,7 @@ struct Bound {
 
   // Upload everything a batch may change (the pool and caches are left as the
   // previous batch made them), run validate and apply, read back.
-  ft::CaseOutputs run(const Case& c) {
+  ft::CaseOutputs run(const Case& c, bool one_call = false) {
     namespace d = ft::run_case_detail;
     Kokkos::deep_copy(tables, d::upload2<std::int32_t, Mem>(c, "tables", statexfer::DType::int32));
     if (trailing_tables.data())
@@ -355,8 +355,12 @@ struct Bound {
     Exec exec;
     commands.upload(exec, d::command_batch<Exec>(c, c.spec.capacity));
     exec.fence();
-    transfer->validate(exec);
-    transfer->apply(exec);
+    if (one_call) {
+      transfer->validate_and_apply(exec);
+    } else {
+      transfer->validate(exec);
+      transfer->apply(exec);
+    }
     exec.fence();
     ft::CaseOutputs out;
     out.errors = d::download(commands.errors, statexfer::DType::int32);
@@ -660,6 +664,67 @@ TEST(TEST_CATEGORY, large_batch_sorted_validation_pairs_up_to_their_capacity) {
           for (const auto& [n, cache] : expected.caches) c.arrays["cache_" + n] = cache;
         }
     }
+}
+
+// validate_and_apply() past one launch's reach where validate() sorts: its first
+// launch decides and moves a batch of up to options.expert.fused_first_units
+// live work items itself (a team an item), decides up to a team a row for
+// apply() (at most the pair compares' capacity), and writes more rows' keys for
+// the look-up launch. Live counts either side of both lines (k rows fill the
+// first) and all, every scenario (bad counts too), counted and sorted keys, one
+// transfer reused and two calls between (the plans' mark), each against the
+// reference; GPUs by default too.
+TEST(TEST_CATEGORY, large_batch_first_launch_moves_a_few_live_rows) {
+  using namespace large_batch;
+  const bool device = !std::is_same<TEST_EXECSPACE::memory_space, Kokkos::HostSpace>::value;
+  for (const int counted : {0, -1})
+    for (const std::int64_t C : {1024, 4096})
+      for (const int k : {5, 0}) {  // 0: the default's units (GPUs)
+        if (k == 0 && !device) continue;
+        Rng rng(0xf1257000ULL + static_cast<std::uint64_t>(C + k + counted));
+        Shape shape{};
+        Case c = make_config(rng, C, /*trailing=*/true, 1, &shape);
+        statexfer::TransferOptions options;
+        options.expert.validate_counted_keys = counted;
+        std::int64_t items = 0;
+        {
+          Bound probe(c, options);
+          items = probe.transfer->work_items_per_command();
+        }
+        options.expert.fused_first_units = static_cast<int>(k * items);
+        Bound bound(c, options);
+        const statexfer::LaunchPlan p = bound.transfer->launch_plan();
+        ASSERT_TRUE(p.sorted_validation);
+        const std::int64_t units = p.fused_first_units;
+        ASSERT_EQ(units, k > 0 ? k * items : 4 * (TEST_EXECSPACE().concurrency() / 2048))
+            << bound.transfer->launch_summary();
+        // Moved by the first launch up to `rows`, decided there up to `decided` (a team a row), else keys.
+        const std::int64_t rows = units / items, decided = std::min<std::int64_t>(device ? 256 : 128, units);
+        SCOPED_TRACE("capacity " + std::to_string(C) + ", up to " + std::to_string(rows) + " rows moved first, " +
+                     bound.transfer->launch_summary());
+        int call = 0;
+        const auto run = [&](const std::string& what) {
+          const bool one_call = call++ % 3 != 2;
+          const ft::CaseOutputs expected = statexfer::test::reference_run(c);
+          const ft::Comparison cmp = ft::compare_outputs(bound.run(c, one_call), expected);
+          EXPECT_TRUE(cmp.identical()) << what << (one_call ? " (one call)" : " (two calls)") << ": "
+                                       << ft::describe(cmp);
+          c.arrays["backing"] = *expected.backing;
+          for (const auto& [n, cache] : expected.caches) c.arrays["cache_" + n] = cache;
+          return cmp.identical();
+        };
+        for (const std::int64_t count : {std::int64_t(0), std::int64_t(1), std::int64_t(2), rows - 1, rows, rows + 1,
+                                         std::int64_t(7), decided, decided + 1, C, std::int64_t(1)})
+          for (const Scenario scenario : {Scenario::mixed, Scenario::one_destination, Scenario::junk_after_count}) {
+            if (count < 0 || count > C) continue;
+            fill_batch(rng, shape, c, scenario, count);
+            if (!run(std::string(name(scenario)) + " with " + std::to_string(count) + " live")) return;
+          }
+        for (const Scenario scenario : all_scenarios) {
+          fill_batch(rng, shape, c, scenario);  // invalid counts too
+          if (!run(name(scenario))) return;
+        }
+      }
 }
 
 // validate_and_apply() neither allocates nor fences either: one launch on GPUs up

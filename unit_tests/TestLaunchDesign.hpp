@@ -161,6 +161,8 @@ TEST(TEST_CATEGORY, construction_options_ranges) {
       {"options.expert.fused_block", [](auto& o) { o.expert.fused_block = 16; }},
       {"options.expert.fused_block", [](auto& o) { o.expert.fused_block = 1024; }},
       {"options.expert.fused_rounds", [](auto& o) { o.expert.fused_rounds = 65; }},
+      {"options.expert.fused_first_units", [](auto& o) { o.expert.fused_first_units = -2; }},
+      {"options.expert.fused_first_units", [](auto& o) { o.expert.fused_first_units = (1 << 20) + 1; }},
       {"options.validate_and_apply", [](auto& o) { o.validate_and_apply = static_cast<statexfer::FusedDesign>(9); }}};
   for (const auto& [name, set] : bad) {
     CtorArgs s;
@@ -228,6 +230,30 @@ TEST(TEST_CATEGORY, construction_validate_and_apply_design) {
     f.prepare(Exec());
     EXPECT_EQ(f.launch_plan().validate_and_apply, FusedDesign::two_launches) << c;
   }
+  // Past one launch's reach where validate() sorts (1024 commands), the automatic design's first launch moves
+  // a batch of few live work items itself: a wave of teams, four an SM, on GPUs; on hosts only when asked for;
+  // never when two launches are asked for, or with -1.
+  CtorArgs large(1024);
+  const std::int64_t sms = Exec().concurrency() / 2048;
+  const auto first_units = [&](FusedDesign design, int option) {
+    large.config.options.validate_and_apply = design;
+    large.config.options.expert.fused_first_units = option;
+    auto t = large.make();
+    t.prepare(Exec());
+    const statexfer::LaunchPlan p = t.launch_plan();
+    EXPECT_TRUE(p.sorted_validation);
+    EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches) << t.launch_summary();
+    EXPECT_EQ(t.launch_summary().find("first launch") != std::string::npos, p.fused_first_units > 0)
+        << t.launch_summary();
+    return p.fused_first_units;
+  };
+  EXPECT_EQ(first_units(FusedDesign::automatic, 0), host ? 0 : std::max<std::int64_t>(1, 4 * sms));
+  EXPECT_EQ(first_units(FusedDesign::automatic, 48), 48);
+  EXPECT_EQ(first_units(FusedDesign::automatic, -1), 0);
+  EXPECT_EQ(first_units(FusedDesign::two_launches, 48), 0);
+  // Only before the compact apply(), which reads the move list alone (the others read every plan).
+  large.config.options.apply = statexfer::ApplyDesign::teams;
+  EXPECT_EQ(first_units(FusedDesign::automatic, 48), 0);
 }
 
 // validate()'s teams: one team up to 64 commands on every backend, teams of 8

@@ -39,6 +39,9 @@ struct LaunchPlan {
   int fused_chunk_shift = 0;                                   ///< flat grid: log2 of the blocks a work item has
   int fused_rounds = 1;                                        ///< flat grid: rounds a block
   int fused_words = 0;                                         ///< flat grid: 16-byte words a thread a round
+  /// two launches where validate() sorts: up to this many live work items (live rows x a row's) its first
+  /// launch decides and moves the batch itself, teams of fused_team_size; 0: never
+  std::int64_t fused_first_units = 0;
   // The compact grid (apply)
   std::int64_t compact_teams = 0;       ///< its league
   std::int64_t compact_work_items = 0;  ///< capacity x its work items a row (a region's row bytes and page one)

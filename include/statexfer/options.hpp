@@ -16,7 +16,8 @@ namespace statexfer {
 /// How validate_and_apply() runs (docs/CONTRACT.md §10).
 enum class FusedDesign : std::uint8_t {
   automatic,     ///< the rule of §10: two launches on hosts; on GPUs one launch where its grid is small (the
-                 ///< persistent grid with remapping commits, the flat grid, the teams), else two
+                 ///< persistent grid with remapping commits, the flat grid, the teams), else two (where
+                 ///< validate() sorts, its first launch moving a batch of few live rows itself)
   two_launches,  ///< validate() then apply()
   teams,         ///< one launch of apply()'s teams, each deciding its row (up to 64 commands; on GPUs at any
                  ///< capacity, where validate() sorts too)
@@ -92,6 +93,12 @@ struct ExpertOptions {
   /// validate_groups unused); -1 sorts them in chunks; 0: counted on GPUs from 1024 commands (faster there on
   /// an H100), else sorted (on hosts faster with several threads: perf_tests/RESULTS.md).
   int validate_counted_keys = 0;
+  /// validate_and_apply() in validate()'s and the compact apply()'s launches where validate() sorts (the
+  /// automatic design above one launch's reach): its first launch is a league of this many teams of apply()'s
+  /// threads (1 to 2^20), which decide and move a batch of up to this many live work items (live rows x a row's
+  /// work items) themselves, a team an item, and else decide up to a team a row for apply() (at most the pair
+  /// compares' capacity); -1 never; 0: a wave of those teams on GPUs (four an SM), never on hosts.
+  int fused_first_units = 0;
   /// validate_and_apply()'s flat grid: threads a block on GPUs (32 to 512); 0: 128.
   int fused_block = 0;
   /// validate_and_apply()'s flat grid: chunks each block moves (1 to 64); 0: two where one would leave the grid

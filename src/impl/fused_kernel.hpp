@@ -44,19 +44,37 @@ struct FusedFunctor {
   /// word of the team row's conflict bits (with room for its alignment).
   static std::size_t scratch_bytes(bool bulk) { return (bulk ? bulk_scratch_bytes : 0) + 64; }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const { unit(team, team.league_rank()); }
+
+  /// Work item `w` of the batch (row w / items_per_row), by every thread of the team: decided, then moved.
+  KOKKOS_INLINE_FUNCTION void unit(const member_type& team, const std::int32_t w) const {
     std::uint8_t* staging = apply.bulk ? static_cast<std::uint8_t*>(team.team_scratch(0).get_shmem(
                                              static_cast<std::ptrdiff_t>(bulk_scratch_bytes)))
                                        : nullptr;
+    const std::int32_t r = w / apply.items_per_row;
+    const std::int32_t item_index = w - r * apply.items_per_row;
+    // One round of independent loads: the work item here, then decide()'s.
+    const WorkItem item = apply.items(item_index);
+    std::int32_t code;
+    RowPlan p;
+    std::int64_t live;
+    decide(team, r, item_index == 0, code, p, live);
+    if (w == 0 && team.team_rank() == 0 && planned.data() != nullptr) planned() = static_cast<std::int32_t>(live);
+    // A remapping commit's swap is this team's (item 0) and touches the state
+    // rows other teams read: docs/CONTRACT.md §13 says why their codes stay.
+    apply.run_plan(team, staging, p, code, item, item_index);
+  }
+
+  /// Row r decided by the team: every thread gets its code, plan and the live
+  /// count; when `write`, thread 0 writes the code, the plan and the row's
+  /// commit position. One word of team scratch.
+  KOKKOS_INLINE_FUNCTION void decide(const member_type& team, const std::int32_t r, const bool write,
+                                     std::int32_t& code, RowPlan& p, std::int64_t& live) const {
     int* found = static_cast<int*>(team.team_scratch(0).get_shmem(static_cast<std::ptrdiff_t>(sizeof(int))));
     if (team.team_rank() == 0) *found = 0;
     const std::int64_t c = validate.shape.capacity;
-    const std::int32_t w = team.league_rank();
-    const std::int32_t r = w / apply.items_per_row;
-    const std::int32_t item_index = w - r * apply.items_per_row;
-    // One round of independent loads: the work item, the limits, the team's row
-    // (every thread, the same addresses) and a thread's other row.
-    const WorkItem item = apply.items(item_index);
+    // One round of independent loads: the limits, the team's row (every
+    // thread, the same addresses) and a thread's other row.
     const auto in = validate.limit_inputs();
     const RowRecord q = validate.load_row(r);
     team.team_barrier();  // *found's zero before any thread's OR; the loads above stay in flight
@@ -64,7 +82,7 @@ struct FusedFunctor {
     const RowCheck k = row_check<Features>(q, r, lim);
     const OwnKeys own = own_keys(q, k);
     // The live rows only: a partly filled batch's teams scan what it holds, not the capacity.
-    const std::int64_t live = lim.count < 0 ? 0 : lim.count < c ? lim.count : c;
+    live = lim.count < 0 ? 0 : lim.count < c ? lim.count : c;
     // A thread's conflicts in a register, ORed into `found` only when there are
     // any (rarely): a scan of C words of scratch by every thread after the
     // barrier, or a team reduction, was slower (perf_tests/RESULTS.md).
@@ -78,19 +96,12 @@ struct FusedFunctor {
       if (mine != 0) Kokkos::atomic_or(found, mine);
     }
     team.team_barrier();
-    const int bits = *found;
-    std::int32_t code;
-    RowPlan p;
-    validate.finish(q, k, bits, lim, code, p);
-    if (w == 0 && team.team_rank() == 0 && planned.data() != nullptr) planned() = static_cast<std::int32_t>(live);
-    if (item_index == 0 && team.team_rank() == 0) {
+    validate.finish(q, k, *found, lim, code, p);
+    if (write && team.team_rank() == 0) {
       validate.errors(r) = code;
       validate.plan(r) = p;
       validate.record_commit(r, q, lim);
     }
-    // A remapping commit's swap is this team's (item 0) and touches the state
-    // rows other teams read: docs/CONTRACT.md §13 says why their codes stay.
-    apply.run_plan(team, staging, p, code, item, item_index);
   }
 };
 

@@ -68,6 +68,8 @@ inline constexpr int compact_teams_per_sm = 12;
 inline constexpr int compact_league_per_sm = 10;
 /// The default league handed out (48 registers a thread): nine teams an SM leave room for an offload's team.
 inline constexpr int compact_handed_out_league_per_sm = 9;
+/// Teams an SM of validate_and_apply()'s first launch where it moves a few live rows (fused_first_kernel.hpp).
+inline constexpr int fused_first_teams_per_sm = 4;
 /// Units a team of the compact grid strides over at most: past that, handed out, the teams draw tickets.
 inline constexpr std::int32_t compact_strided_rounds = 64;
 inline int default_compact_words(std::int64_t longest_item) { return longest_item >= 64 * 1024 ? 2 : 4; }
@@ -152,6 +154,7 @@ inline void check_options(const TransferOptions& options) {
   if (o.validate_counted_keys < -1 || o.validate_counted_keys > 1)
     reject("options.expert.validate_counted_keys must be 0 (the default), 1 or -1, got " +
            std::to_string(o.validate_counted_keys));
+  if (o.fused_first_units != -1) range("fused_first_units", o.fused_first_units, 1, 1 << 20, " or -1");
   range("fused_block", o.fused_block, 32, 512);
   range("fused_rounds", o.fused_rounds, 1, 64);
 }
@@ -305,6 +308,16 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   const bool chosen = options.validate_and_apply != FusedDesign::automatic;
   const FusedDesign design = chosen ? options.validate_and_apply : automatic;
   p.validate_and_apply = FusedDesign::two_launches;
+  // Where validate() sorts and the automatic design takes validate()'s launches and the compact apply() (which
+  // reads the move list alone: the other designs read every plan and would move the rows again), the first
+  // launch moves a batch of few live work items itself (fused_first_kernel.hpp): a wave of apply()'s teams,
+  // four an SM (their 80-106 registers a thread), whose rows past the count cost a store each.
+  if (p.sorted_validation && !chosen && automatic == FusedDesign::two_launches && p.apply == ApplyDesign::compact &&
+      !s.claims && o.fused_first_units != -1 && (o.fused_first_units > 0 || !host)) {
+    p.fused_first_units =
+        o.fused_first_units > 0 ? o.fused_first_units : std::max<std::int64_t>(1, sms * fused_first_teams_per_sm);
+    p.fused_team_size = host ? 1 : std::max(1, team_threads);
+  }
   // One launch decides a row in each of its blocks: no block could claim its rows for the others.
   if ((beyond_teams && (host || design != FusedDesign::teams)) || s.claims) return p;
   if (design == FusedDesign::persistent) {

@@ -20,6 +20,7 @@
 #include "compact_apply_kernel.hpp"
 #include "device_types.hpp"
 #include "flat_apply_kernel.hpp"
+#include "fused_first_kernel.hpp"
 #include "fused_flat_kernel.hpp"
 #include "fused_kernel.hpp"
 #include "launch_plan.hpp"
@@ -126,6 +127,15 @@ struct TransferData {
   template <int Features = feature_every>
   FusedFunctor<ExecutionSpace, Features> fused_functor() const {
     return FusedFunctor<ExecutionSpace, Features>{validate_functor<Features>(), apply_functor(), sorted.work.planned};
+  }
+
+  /// validate_and_apply()'s first launch where validate() sorts (LaunchPlan::fused_first_units): the teams
+  /// without the mark (launch 2 sets it), and the work it leaves.
+  template <int Features>
+  FusedFirstFunctor<ExecutionSpace, Features> fused_first_functor() const {
+    return FusedFirstFunctor<ExecutionSpace, Features>{
+        FusedFunctor<ExecutionSpace, Features>{validate_functor<Features>(), apply_functor(), {}},
+        sorted.first_moving(launches.fused_first_units, static_cast<int>(shape.work_items))};
   }
 
   template <int Features>

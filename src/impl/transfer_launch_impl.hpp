@@ -139,6 +139,26 @@ void PreparedStateTransfer<ExecutionSpace>::validate_and_apply() const {
 template <class ExecutionSpace>
 void PreparedStateTransfer<ExecutionSpace>::validate_and_apply(const ExecutionSpace& exec) const {
   const auto& d = ready("validate_and_apply", &exec);
+  if (d.launches.validate_and_apply == FusedDesign::two_launches && d.launches.fused_first_units > 0) {
+    // validate()'s launches, the first of them moving a batch of few live work items itself, then apply().
+    d.moves_current = true;
+    d.with_features([&](auto features) {
+      using functor = impl::FusedFirstFunctor<ExecutionSpace, decltype(features)::value>;
+      auto policy = Kokkos::Experimental::require(
+          typename functor::policy_type(exec, d.launches.fused_first_units, d.launches.fused_team_size)
+              .set_scratch_size(
+                  0, Kokkos::PerTeam(functor::scratch_bytes(d.launches.bulk_copies, d.launches.fused_team_size))),
+          Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+      const functor first = d.template fused_first_functor<decltype(features)::value>();
+      Kokkos::parallel_for("statexfer::validate_and_apply_first", policy, first);
+      d.sorted.second(exec, d.validate_functor(), d.launches, first.work);
+    });
+    apply(exec);
+    // The compact plan lists nothing where the first launch moved the batch: an apply() after this call
+    // takes the teams, which read the plan alone (as after a one-launch design).
+    d.moves_current = false;
+    return;
+  }
   if (d.launches.validate_and_apply == FusedDesign::two_launches) {
     validate(exec);
     apply(exec);
@@ -228,6 +248,10 @@ std::string PreparedStateTransfer<ExecutionSpace>::launch_summary() const {
     fused = ", validate_and_apply " + items + "x" + std::to_string(p.fused_team_size);
   else if (p.validate_and_apply == FusedDesign::persistent)
     fused = ", validate_and_apply " + persistent;
+  else if (p.fused_first_units > 0)
+    fused = ", validate_and_apply's first launch " + std::to_string(p.fused_first_units) + "x" +
+            std::to_string(p.fused_team_size) + " moving up to " + std::to_string(p.fused_first_units) +
+            " live work items";
   return validate + ", apply " + apply + fused;
 }
 

@@ -39,7 +39,7 @@ struct CountedLookupFunctor {
     const int live = base.live_rows(in);
     // Launch 1 has read the mark; plans written by this validate() are the live rows' only.
     if (g == 0 && team.team_rank() == 0) work.planned() = live;
-    if (live <= work.pairs_live) return;  // launch 1 decided a few live rows
+    if (work.first_decides(live)) return;  // launch 1 decided a few live rows
     const KeyTable<memory_space>& t = work.table;
     const int turn = t.state(0), other = 1 - turn;
     // The other table's keys, those of the last batch that filled it, emptied for the next.

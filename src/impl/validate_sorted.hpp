@@ -62,6 +62,16 @@ struct SortedValidation {
 
   lookup_functor lookup(const ValidateFunctor<ExecutionSpace>& base) const { return lookup_functor{base, work}; }
   counted_functor counted(const ValidateFunctor<ExecutionSpace>& base) const { return counted_functor{base, work}; }
+  /// The work as validate_and_apply()'s first launch leaves it (FusedFirstFunctor, a league of `units`
+  /// teams): up to `units` live work items (`items` a row) it moved the batch, else up to the pair compares'
+  /// live rows or a team each it decided them, else it wrote every live row's keys.
+  SortedWork<memory_space> first_moving(std::int64_t units, int items) const {
+    SortedWork<memory_space> w = work;
+    w.pairs_live = static_cast<int>(std::min<std::int64_t>(work.pairs_live, units));
+    w.first_units = units;
+    w.first_items = items;
+    return w;
+  }
   bool is_counted() const noexcept { return work.table.bits > 0; }
 
   /// Launch 2's team scratch: its chunk's keys (where they fit) and the list of the moves.
@@ -97,15 +107,22 @@ struct SortedValidation {
   /// pairs_live); `sort_team_size`: launch 2's.
   void launch(const ExecutionSpace& exec, const ValidateFunctor<ExecutionSpace>& base, const LaunchPlan& plan) const {
     using Kokkos::Experimental::require;
-    const auto light = Kokkos::Experimental::WorkItemProperty::HintLightWeight;
     const SortedFirstFunctor<ExecutionSpace> first{base, work};
     Kokkos::parallel_for(
         "statexfer::validate_pairs_or_keys",
         require(typename SortedFirstFunctor<ExecutionSpace>::policy_type(
                     exec, plan.validate_league, plan.validate_team_size, plan.validate_vector_length)
                     .set_scratch_size(0, Kokkos::PerTeam(first.scratch_bytes(plan.validate_team_size))),
-                light),
+                Kokkos::Experimental::WorkItemProperty::HintLightWeight),
         first);
+    second(exec, base, plan, work);
+  }
+
+  /// Launch 2 after a launch 1 that left `w` (`work`, or first_moving()'s).
+  void second(const ExecutionSpace& exec, const ValidateFunctor<ExecutionSpace>& base, const LaunchPlan& plan,
+              const SortedWork<memory_space>& w) const {
+    using Kokkos::Experimental::require;
+    const auto light = Kokkos::Experimental::WorkItemProperty::HintLightWeight;
     // Hosts (Serial, OpenMP, Threads) run a launch before returning from it, so
     // the count is known here: where launch 1 decided every row, the second's
     // parallel region (most of a few live rows' time) is not entered, and the
@@ -113,8 +130,8 @@ struct SortedValidation {
     // device, at every replay of a graph.
     if constexpr (std::is_same_v<memory_space, Kokkos::HostSpace>) {
       const int live = base.live_rows(base.limit_inputs());
-      if (live <= work.pairs_live) {
-        work.planned() = live;
+      if (w.first_decides(live)) {
+        w.planned() = live;
         return;
       }
     }
@@ -123,14 +140,14 @@ struct SortedValidation {
                            require(typename counted_functor::policy_type(exec, teams(), plan.sort_team_size)
                                        .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes(plan.sort_team_size))),
                                    light),
-                           counted(base));
+                           counted_functor{base, w});
       return;
     }
     Kokkos::parallel_for("statexfer::validate_lookup",
                          require(typename lookup_functor::policy_type(exec, teams(), plan.sort_team_size)
                                      .set_scratch_size(0, Kokkos::PerTeam(scratch_bytes(plan.sort_team_size))),
                                  light),
-                         lookup(base));
+                         lookup_functor{base, w});
   }
 };
 

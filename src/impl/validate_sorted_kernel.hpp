@@ -179,7 +179,61 @@ struct SortedWork {
   int in_scratch = 1;                                // a chunk fits in team scratch level 0
   int pairs_live = 1;                                // live rows up to which launch 1 compares every pair
   KeyTable<MemorySpace> table;                       // the counted variant's (table.bits > 0), else empty
+  // validate_and_apply()'s first launch (fused_first_kernel.hpp; there pairs_live is what its teams decide, a
+  // row each): up to first_units live work items (rows x first_items) it decides and moves the batch itself;
+  // 0: never.
+  std::int64_t first_units = 0;
+  int first_items = 1;
+
+  KOKKOS_INLINE_FUNCTION bool first_moves(int live) const {
+    return first_units > 0 && std::int64_t(live) * first_items <= first_units;
+  }
+  /// Whether launch 1 decided every row of a batch of `live` rows, so that launch 2 returns at once.
+  KOKKOS_INLINE_FUNCTION bool first_decides(int live) const { return live <= pairs_live || first_moves(live); }
 };
+
+/// Rows [from, c) split over the league: code 0 (5: `bad_count`), no plan.
+/// Only the rows below the last validate()'s live count (`planned`, read
+/// beside the count) can hold a plan: the others' plan lines, a cache line
+/// a row, are not touched, so that a few live rows at C = 4096 write 16 KiB
+/// of codes and not 256 KiB of plans.
+template <class Member, class Base>
+KOKKOS_INLINE_FUNCTION void clear_past_live(const Member& team, const Base& base, const int from, const int c,
+                                            const bool bad_count, const int planned) {
+  const int teams = team.league_size(), per = (c - from + teams - 1) / teams;
+  const int first = from + team.league_rank() * per, last = first + per < c ? first + per : c;
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(team, first, last), [&](const int r) {
+    base.errors(r) = bad_count ? 5 : 0;
+    if (r < planned) base.plan(r).flags = 0;
+    if (base.shape.positions > 0) base.commit_positions(r) = -1;
+  });
+}
+
+/// Launch 1 with more live rows than it decides: each live row's record and
+/// keys, split over the league (launch 2 decides them), then the rows past the
+/// count (clear_past_live()). `base`: a ValidateFunctor of any features the
+/// transfer has.
+template <class Member, class Base, class MemorySpace>
+KOKKOS_INLINE_FUNCTION void write_live_keys(const Member& team, const Base& base, const SortedWork<MemorySpace>& work,
+                                            const int live, const int c, const int planned) {
+  const int g = team.league_rank(), teams = team.league_size();
+  const int per = (live + teams - 1) / teams;
+  const int first = g * per, last = first + per < live ? first + per : live;
+  const int turn = work.table.bits > 0 ? work.table.state(0) : 0;
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(team, first, last), [&](const int r) {
+    const RowRecord row = base.load_row(r);
+    work.records(r) = row;
+    for (int a = 0; a < work.arrays; ++a) {
+      const std::uint64_t key = sorted_key(row, a);
+      if (work.table.bits == 0)
+        work.keys(a * std::int64_t(c) + r) = key;  // counted, the keys go to the table only
+      else if (key != sorted_absent)
+        work.table.insert(turn, a, r, key);
+    }
+  });
+  if (work.table.bits > 0 && g == 0 && team.team_rank() == 0) work.table.state(1 + turn) = live;
+  clear_past_live(team, base, live, c, false, planned);
+}
 
 /// Launch 1: up to work.pairs_live live rows every row's code and plan, by
 /// comparing every pair of live rows (`base` holds the pair compares' teams at
@@ -201,7 +255,6 @@ struct SortedFirstFunctor {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int c = static_cast<int>(base.shape.capacity), pairs = work.pairs_live;
-    const int g = team.league_rank(), teams = team.league_size();
     const typename base_type::TeamRows m = base.team_rows(team, pairs);
     // The count, the mark and this thread's row in flight together; the row is used only when the live rows
     // are few.
@@ -209,49 +262,14 @@ struct SortedFirstFunctor {
     const int planned = work.planned();
     const RowRecord q = base.load_row(m.own);
     const int live = base.live_rows(in);
-    if (live > pairs) {
-      // The live rows' records and keys, split over the league (launch 2 decides them).
-      const int per = (live + teams - 1) / teams;
-      const int first = g * per, last = first + per < live ? first + per : live;
-      const int turn = work.table.bits > 0 ? work.table.state(0) : 0;
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(team, first, last), [&](const int r) {
-        const RowRecord row = base.load_row(r);
-        work.records(r) = row;
-        for (int a = 0; a < work.arrays; ++a) {
-          const std::uint64_t key = sorted_key(row, a);
-          if (work.table.bits == 0)
-            work.keys(a * std::int64_t(c) + r) = key;  // counted, the keys go to the table only
-          else if (key != sorted_absent)
-            work.table.insert(turn, a, r, key);
-        }
-      });
-      if (work.table.bits > 0 && g == 0 && team.team_rank() == 0) work.table.state(1 + turn) = live;
-      // Rows past the live count: code 0 and no plan, with no record read.
-      past_live(team, live, c, false, planned);
-      return;
-    }
+    if (live > pairs) return write_live_keys(team, base, work, live, c, planned);  // launch 2 decides them
     // The pair compares over the live rows' keys (ValidateFunctor's teams): rows [0, pairs) by their teams.
     auto* peers = static_cast<PeerKeys*>(team.team_scratch(0).get_shmem_aligned(
         pairs * sizeof(PeerKeys), static_cast<std::ptrdiff_t>(alignof(PeerKeys))));
     base.decide_team_rows(team, m, q, live, in, peers);
     // Rows [pairs, C), past the live count: code 0 (5 for a bad count) and no plan, with no record read.
-    past_live(team, pairs, c, base.limits(in).bad_count, planned);
+    clear_past_live(team, base, pairs, c, base.limits(in).bad_count, planned);
     base.list_moves(team, in, base.rows_per_team);
-  }
-
-  /// Rows [from, c) split over the league: code 0 (5: `bad_count`), no plan.
-  /// Only the rows below the last validate()'s live count (`planned`, read
-  /// beside the count) can hold a plan: the others' plan lines, a cache line
-  /// a row, are not touched, so that a few live rows at C = 4096 write 16 KiB
-  /// of codes and not 256 KiB of plans.
-  KOKKOS_INLINE_FUNCTION void past_live(const member_type& team, int from, int c, bool bad_count, int planned) const {
-    const int teams = team.league_size(), per = (c - from + teams - 1) / teams;
-    const int first = from + team.league_rank() * per, last = first + per < c ? first + per : c;
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, first, last), [&](const int r) {
-      base.errors(r) = bad_count ? 5 : 0;
-      if (r < planned) base.plan(r).flags = 0;
-      if (base.shape.positions > 0) base.commit_positions(r) = -1;
-    });
   }
 };
 
@@ -326,7 +344,7 @@ struct SortedLookupFunctor {
     const int start = chunk * work.chunk;
     // Launch 1 has read the mark; plans written by this validate() are the live rows' only.
     if (team.league_rank() == 0 && team.team_rank() == 0) work.planned() = live;
-    if (start >= live || live <= work.pairs_live) return;  // launch 1 decided a few live rows
+    if (start >= live || work.first_decides(live)) return;  // launch 1 decided a few live rows
     const int n = live - start < work.chunk ? live - start : work.chunk;
     std::uint64_t* keys = work.keys.data() + std::int64_t(a) * c + start;
     std::uint64_t* sorted = keys;
