@@ -67,8 +67,8 @@ struct FusedFirstFunctor {
     if (g < live) {
       std::int32_t code;
       RowPlan p;
-      std::int64_t counted;
-      fused.decide(team, g, true, code, p, counted);
+      std::int64_t rows;  // the live count again
+      fused.decide(team, g, true, code, p, rows);
     }
     clear_past_live(team, base, live, c, false, planned);
     if (g < live && last_team_of(team, &base.moves(teams_done), live))

@@ -223,10 +223,11 @@ KOKKOS_INLINE_FUNCTION void write_live_keys(const Member& team, const Base& base
   Kokkos::parallel_for(Kokkos::TeamVectorRange(team, first, last), [&](const int r) {
     const RowRecord row = base.load_row(r);
     work.records(r) = row;
+    // Sorted, the key arrays; counted, the table only.
     for (int a = 0; a < work.arrays; ++a) {
       const std::uint64_t key = sorted_key(row, a);
       if (work.table.bits == 0)
-        work.keys(a * std::int64_t(c) + r) = key;  // counted, the keys go to the table only
+        work.keys(a * std::int64_t(c) + r) = key;
       else if (key != sorted_absent)
         work.table.insert(turn, a, r, key);
     }
