@@ -121,8 +121,8 @@ void add_geometry(CLI::App& app, Options& o, Text& t) {
       ->capture_default_str();
   app.add_option("--handed-out-units", t.handed_out_units,
                  "the step's apply() on GPUs (options.expert.compact_handout): auto (the library's default: handed "
-                 "out above 64 commands), on (units handed out to the teams) or off (each team strides over its "
-                 "own); the tier batches keep the default")
+                 "out where the units exceed 64 a team), on (units handed out to the teams) or off (each team "
+                 "strides over its own); the tier batches keep the default")
       ->group(geo)
       ->capture_default_str();
   app.add_option("--page-tokens", cfg.page_tokens, "tokens per KV page")->group(geo)->capture_default_str();

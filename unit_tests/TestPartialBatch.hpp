@@ -56,7 +56,9 @@ const std::vector<Design>& designs() {
       {"compact_3_teams", ApplyDesign::compact, FusedDesign::two_launches, 3, true},
       // These rows' work items are under 64 KiB (8 KiB units by default): 4 KiB units too.
       {"compact_2_words", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 2},
-      // Handed out (GPUs): three teams stride over a batch of at most 64 units each, else draw tickets.
+      // Handed out (GPUs, the default past 64 units a team): three teams stride over a batch of at most 64
+      // units each, else draw tickets; strided asked for: three teams stride over every batch.
+      {"compact_strided", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 0, -1},
       {"compact_handed_out", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 0, 1},
       {"compact_2_words_handed_out", ApplyDesign::compact, FusedDesign::two_launches, 3, true, 2, 1},
       // Staged units (16 KiB): three teams past 64 units each draw tickets; the default league too.

@@ -159,9 +159,9 @@ TEST(TEST_CATEGORY, speculative_raised_codes_veto_every_apply_design) {
     int staged = 0;  // options.expert.compact_staged (GPUs with bulk copies)
     int joint = 0;   // options.expert.compact_joint_pages
   };
-  const Design designs[] = {{ApplyDesign::compact, 0},       {ApplyDesign::compact, 1},   {ApplyDesign::compact, 1, 1},
-                            {ApplyDesign::compact, 0, 0, 1}, {ApplyDesign::flat_grid, 0}, {ApplyDesign::teams, 0},
-                            {ApplyDesign::persistent, 0}};
+  const Design designs[] = {{ApplyDesign::compact, 0},    {ApplyDesign::compact, 1},       {ApplyDesign::compact, -1},
+                            {ApplyDesign::compact, 1, 1}, {ApplyDesign::compact, 0, 0, 1}, {ApplyDesign::flat_grid, 0},
+                            {ApplyDesign::teams, 0},      {ApplyDesign::persistent, 0}};
   int config = 0;
   std::int64_t raised_rows = 0;
   for (const Design& d : designs)
@@ -179,10 +179,13 @@ TEST(TEST_CATEGORY, speculative_raised_codes_veto_every_apply_design) {
         o.options.expert.compact_handout = d.handout;
         o.options.expert.compact_staged = d.staged;
         o.options.expert.compact_joint_pages = d.joint;
-        if (d.handout != 0) o.options.expert.apply_teams = 3;  // few teams: past 64 units a team, tickets
+        if (d.handout != 0) o.options.expert.apply_teams = 3;  // few teams: past 64 units a team, tickets or not
         Rig rig(o);
         ft::TierRng rng(0x5bec2000ULL + static_cast<std::uint64_t>(config));
-        const std::string what = std::string(statexfer::to_string(d.apply)) + (d.handout ? " handed out" : "") +
+        const std::string what = std::string(statexfer::to_string(d.apply)) +
+                                 (d.handout > 0   ? " handed out"
+                                  : d.handout < 0 ? " strided"
+                                                  : "") +
                                  (d.staged ? ", staged" : "") + (d.joint > 0 ? ", joint pages" : "") + ", C " +
                                  std::to_string(C) + ", " + statexfer::to_string(move);
         for (int b = 0; b < 12 && !HasFailure(); ++b) {

@@ -54,8 +54,8 @@ struct ExpertOptions {
   int compact_words = 0;
   /// apply()'s compact grid on GPUs: 1 hands its units out to the teams as they ask (in 16 KiB tickets, above
   /// 64 units a team; the default league then nine teams an SM, not ten), -1 strides over them; 0: handed out
-  /// where the capacity's units exceed 64 a team and either the league is an eighth of the SMs to one team an
-  /// SM (a host tier's offloads beside a device batch) or the capacity is above 64, else strided.
+  /// where the capacity's units exceed 64 a team and either the league is an eighth of the SMs or more (the
+  /// default's, or a host tier's offloads beside a device batch) or the capacity is above 64, else strided.
   int compact_handout = 0;
   /// apply()'s compact grid on GPUs with Hopper's bulk copies: 1 moves its units through two staging buffers a
   /// team (16 KiB units handed out; the default league then three teams an SM), thread 0 loading the next unit

@@ -239,18 +239,17 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   p.compact_teams = league(compact_league_per_sm);
   // Units handed out (unit_tickets.hpp) where tickets can be drawn at all (the
   // capacity's units exceed 64 a team; else striding, without the tickets'
-  // code, whose presence costs a few rows) and either the league is a host
-  // tier's (an eighth of the SMs to one team an SM: offloads moved faster so)
-  // or the batch may hold more than 64 commands: there every full batch
-  // measured moved faster handed out, while at 64 and fewer the models'
-  // batches of a few rows moved slower (perf_tests/RESULTS.md). Handed out,
-  // the default league is nine teams an SM: at the kernel's 48 registers an
-  // SM then keeps room for an offload's team.
+  // code, whose presence costs a few rows): a host tier's offloads, full
+  // batches and batches of two or more rows of megabytes moved faster so, and
+  // the main job's steps too; but up to 64 commands not in a caller's league
+  // under an eighth of the SMs, where offloads moved slower handed out
+  // (perf_tests/RESULTS.md). Handed out, the default league is nine teams an
+  // SM: at the kernel's 48 registers an SM then keeps room for an offload's team.
   const std::int64_t sms = d.concurrency / 2048;
   const bool tickets_drawn = compact_units > compact_strided_rounds * p.compact_teams;
-  const bool tier_league = p.compact_teams >= std::max<std::int64_t>(1, sms / 8) && p.compact_teams <= sms;
+  const bool small_league = p.compact_teams < std::max<std::int64_t>(1, sms / 8);
   p.compact_handed_out = !host && (p.compact_staged || o.compact_handout == 1 ||
-                                   (o.compact_handout == 0 && tickets_drawn && (tier_league || c > max_capacity)));
+                                   (o.compact_handout == 0 && tickets_drawn && (!small_league || c > max_capacity)));
   if (p.compact_handed_out)
     p.compact_teams = league(p.compact_staged ? compact_staged_league_per_sm : compact_handed_out_league_per_sm);
   // validate_and_apply()'s persistent grid where commits remap (measured: a

@@ -77,16 +77,21 @@ TEST(pure, launch_plan_gpu_defaults) {
   k34.kokkos4 = false;
   EXPECT_EQ(si::choose_launch_plan(shape(4, 16 * 1024), k34, o).validate_and_apply, FusedDesign::teams);
   // 8 rows of 49 MiB: the flat grid's blocks past two waves, the teams' league past one: two
-  // launches, apply() the compact grid in registers, 10 teams an SM (room for another stream's
-  // teams), 4 KiB units of 64 KiB items, strided up to 64 commands.
+  // launches, apply() the compact grid in registers, 4 KiB units of 64 KiB items (100,608 of them,
+  // more than 64 a team of a full league), handed out to nine teams an SM (room for another
+  // stream's teams).
   p = si::choose_launch_plan(shape(8, 51511296), d, o);
   EXPECT_EQ(p.validate_and_apply, FusedDesign::two_launches);
   EXPECT_EQ(p.apply, statexfer::ApplyDesign::compact);
   EXPECT_FALSE(p.compact_staged);
-  EXPECT_FALSE(p.compact_handed_out);
-  EXPECT_EQ(p.compact_teams, 132 * 10);
+  EXPECT_TRUE(p.compact_handed_out);
+  EXPECT_EQ(p.compact_teams, 132 * 9);
   EXPECT_EQ(p.compact_words, 2) << "64 KiB work items: 4 KiB units";
   EXPECT_EQ(p.compact_units, 16);
+  // One such row: 12,576 units, fewer than 64 a team: strided, ten teams an SM.
+  p = si::choose_launch_plan(shape(1, 51511296), d, o);
+  EXPECT_FALSE(p.compact_handed_out);
+  EXPECT_EQ(p.compact_teams, 132 * 10);
   {
     // Staged units asked for: 16 KiB units (a staging buffer) handed out to three teams an SM, at any
     // row size, or on a caller's league; -1 as the default; nothing without bulk copies.
@@ -312,13 +317,13 @@ TEST(pure, launch_plan_every_design_from_options) {
     EXPECT_EQ(p.compact_units, host ? 1 : 8);
     EXPECT_EQ(p.compact_teams, host ? 4 * 16 : 4 * 16 * 8);
     o.expert.compact_words = 0;
-    // Units handed out up to 64 commands where the league is an eighth of the SMs (16 of 132) to one team an
-    // SM, above 64 at any league; in both only where the capacity's units exceed 64 a team; forced either way.
+    // Units handed out where the capacity's units exceed 64 a team, up to 64 commands in a league of an
+    // eighth of the SMs (16 of 132) and more, above 64 in any league; forced either way.
     for (const int teams : {8, 15, 16, 66, 132, 133, 0}) {
       o.expert.apply_teams = teams;
-      p = si::choose_launch_plan(shape(64, 1 << 26), d, o);
-      EXPECT_EQ(p.compact_handed_out, !host && teams >= 16 && teams <= 132) << teams << " teams";
-      EXPECT_EQ(p.compact_teams, teams > 0 ? teams : host ? 2 : 10 * 132) << teams << " teams";
+      p = si::choose_launch_plan(shape(64, 1 << 26), d, o);  // 64 x 16384 units
+      EXPECT_EQ(p.compact_handed_out, !host && (teams == 0 || teams >= 16)) << teams << " teams";
+      EXPECT_EQ(p.compact_teams, teams > 0 ? teams : host ? 2 : 9 * 132) << teams << " teams";
       p = si::choose_launch_plan(shape(128, 1 << 23), d, o);  // 128 x 2048 units
       EXPECT_EQ(p.compact_handed_out, !host) << teams << " teams, C = 128";
       EXPECT_EQ(p.compact_teams, teams > 0 ? teams : host ? 2 : 9 * 132) << "handed out: nine teams an SM";
