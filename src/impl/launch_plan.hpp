@@ -241,10 +241,11 @@ inline LaunchPlan choose_launch_plan(const PlanShape& s, const DeviceLimits& d, 
   // capacity's units exceed 64 a team; else striding, without the tickets'
   // code, whose presence costs a few rows): a host tier's offloads, full
   // batches and batches of two or more rows of megabytes moved faster so, and
-  // the main job's steps too; but up to 64 commands not in a caller's league
-  // under an eighth of the SMs, where offloads moved slower handed out
-  // (perf_tests/RESULTS.md). Handed out, the default league is nine teams an
-  // SM: at the kernel's 48 registers an SM then keeps room for an offload's team.
+  // the main job's steps too. Up to 64 commands a league under an eighth of
+  // the SMs (a caller's: a host tier's offloads of 4-11 teams) strides: such
+  // offloads moved slower handed out (perf_tests/RESULTS.md). Handed out, the
+  // default league is nine teams an SM: at the kernel's 48 registers an SM
+  // then keeps room for an offload's team.
   const std::int64_t sms = d.concurrency / 2048;
   const bool tickets_drawn = compact_units > compact_strided_rounds * p.compact_teams;
   const bool small_league = p.compact_teams < std::max<std::int64_t>(1, sms / 8);
